@@ -1,0 +1,14 @@
+//! xlens tools. Each module is a pure function from the shared [`xlens_model::Profile`] to a plain
+//! data struct that serialises to JSON; the server and the CLI only render these.
+//!
+//! * [`load`] — host file → model (store bytes + the right importer).
+//! * [`device`] — device kind, model and peak figures.
+//! * [`steps`] — step detection.
+//! * [`ops`] — which events are ops, and their time per op.
+//! * [`report`] — the per-session, per-host summary behind `xlens report`.
+
+pub mod device;
+pub mod load;
+pub mod ops;
+pub mod report;
+pub mod steps;

@@ -1,0 +1,37 @@
+//! Turning a host file into a [`Profile`]: read bytes from the store, pick the importer.
+
+use std::path::PathBuf;
+use xlens_model::Profile;
+use xlens_store::{Format, HostFile, StoreError};
+
+/// Why a host file could not be loaded; always names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{path}: {source}")]
+    Decode {
+        path: PathBuf,
+        #[source]
+        source: xlens_xspace::DecodeError,
+    },
+}
+
+/// Loads one host file into the model.
+pub fn load_host(file: &HostFile) -> Result<Profile, LoadError> {
+    load_path(&file.path, file.format)
+}
+
+/// Loads any profile path (format from its name, `.xplane.pb` assumed otherwise).
+pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, LoadError> {
+    let bytes = xlens_store::read_path(path, format)?;
+    decode_bytes(&bytes).map_err(|source| LoadError::Decode {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Decodes bytes from the store, releasing pages as the importer passes them.
+pub fn decode_bytes(bytes: &xlens_store::FileBytes) -> Result<Profile, xlens_xspace::DecodeError> {
+    xlens_xspace::decode_with(bytes.bytes(), &mut |upto| bytes.release_before(upto))
+}

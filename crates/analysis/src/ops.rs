@@ -1,0 +1,170 @@
+//! Which events are "ops", and their time aggregated per op (occurrences, total and self time).
+
+use serde::Serialize;
+use std::collections::HashMap;
+use xlens_model::{Line, Plane, Profile, StrId};
+
+use crate::device::{device_planes, DeviceKind};
+
+/// Where the ops of a profile were taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpSource {
+    /// TPU or GPU `XLA Ops` lines.
+    DeviceXlaOps,
+    /// GPU stream lines (kernels and memory copies).
+    GpuStreams,
+    /// XLA ops executed by the CPU runtime on host threads (events with an `hlo_op` stat).
+    HostXlaOps,
+    /// Framework ops on host threads (TensorFlow `name:Type` events).
+    HostFrameworkOps,
+}
+
+impl OpSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            OpSource::DeviceXlaOps => "device `XLA Ops` lines",
+            OpSource::GpuStreams => "GPU stream lines (kernels and copies)",
+            OpSource::HostXlaOps => "XLA ops run on host threads (events with an `hlo_op` stat)",
+            OpSource::HostFrameworkOps => "TensorFlow ops on host threads (`name:Type` events)",
+        }
+    }
+}
+
+/// Aggregated time of one op.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpTime {
+    pub name: String,
+    /// HLO module (program) the op belongs to, when known.
+    pub module: Option<String>,
+    pub occurrences: u64,
+    pub total_time_ps: i64,
+    pub self_time_ps: i64,
+}
+
+/// All ops of a host, sorted by self time (largest first), and where they came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpTimes {
+    pub source: Option<OpSource>,
+    pub ops: Vec<OpTime>,
+    /// Sum of self time over all ops.
+    pub total_self_time_ps: i64,
+}
+
+/// The lines whose events are ops, by priority: device XLA ops, GPU streams, host XLA ops, TF ops.
+pub fn op_lines(p: &Profile) -> (Option<OpSource>, Vec<(&Plane, &Line)>) {
+    let mut xla = Vec::new();
+    let mut streams = Vec::new();
+    for kind in [DeviceKind::Tpu, DeviceKind::Gpu] {
+        for (_, plane) in device_planes(p, kind) {
+            for line in &plane.lines {
+                let name = p.str(line.name);
+                if name == "XLA Ops" {
+                    xla.push((plane, line));
+                } else if kind == DeviceKind::Gpu && name.starts_with("Stream #") {
+                    streams.push((plane, line));
+                }
+            }
+        }
+    }
+    if xla.iter().any(|(_, l)| !l.events.is_empty()) {
+        return (Some(OpSource::DeviceXlaOps), xla);
+    }
+    if streams.iter().any(|(_, l)| !l.events.is_empty()) {
+        return (Some(OpSource::GpuStreams), streams);
+    }
+    let host: Vec<&Plane> = p
+        .planes
+        .iter()
+        .filter(|pl| p.str(pl.name) == "/host:CPU")
+        .collect();
+    if let Some(hlo_op) = p.key("hlo_op") {
+        let lines: Vec<(&Plane, &Line)> = host
+            .iter()
+            .flat_map(|pl| pl.lines.iter().map(move |l| (*pl, l)))
+            .filter(|(_, l)| (0..l.events.len()).any(|i| l.events.stats(i).get(hlo_op).is_some()))
+            .collect();
+        if !lines.is_empty() {
+            return (Some(OpSource::HostXlaOps), lines);
+        }
+    }
+    let lines: Vec<(&Plane, &Line)> = host
+        .iter()
+        .flat_map(|pl| pl.lines.iter().map(move |l| (*pl, l)))
+        .filter(|(pl, l)| (0..l.events.len()).any(|i| is_tf_op(p, pl, l, i)))
+        .collect();
+    if !lines.is_empty() {
+        return (Some(OpSource::HostFrameworkOps), lines);
+    }
+    (None, Vec::new())
+}
+
+/// A TensorFlow op event: `scope/name:Type` with a capitalised type and no spaces.
+fn is_tf_op(p: &Profile, plane: &Plane, line: &Line, i: usize) -> bool {
+    let Some(md) = plane.metadata_of(line, i) else {
+        return false;
+    };
+    let name = p.str(md.name);
+    match name.rsplit_once(':') {
+        Some((op, ty)) => {
+            !op.is_empty()
+                && !ty.is_empty()
+                && ty.starts_with(|c: char| c.is_ascii_uppercase())
+                && ty.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.contains(' ')
+        }
+        None => false,
+    }
+}
+
+/// Aggregates op time over the op lines of a profile.
+pub fn op_times(p: &Profile) -> OpTimes {
+    let (source, lines) = op_lines(p);
+    let hlo_op = p.key("hlo_op");
+    let hlo_module = p.key("hlo_module");
+    let mut agg: HashMap<(StrId, StrId), OpTime> = HashMap::new();
+    for (plane, line) in lines {
+        let ev = &line.events;
+        let self_times = ev.self_times();
+        for i in 0..ev.len() {
+            let Some(md) = plane.metadata_of(line, i) else {
+                continue;
+            };
+            let stats = ev.stats(i);
+            let is_op = match source {
+                Some(OpSource::HostXlaOps) => hlo_op.is_some_and(|k| stats.get(k).is_some()),
+                Some(OpSource::HostFrameworkOps) => is_tf_op(p, plane, line, i),
+                _ => true,
+            };
+            if !is_op {
+                continue;
+            }
+            let module = hlo_module
+                .and_then(|k| stats.get(k).or_else(|| md.stats().get(k)))
+                .and_then(|v| v.as_str_id())
+                .unwrap_or_default();
+            let e = agg.entry((md.name, module)).or_insert_with(|| OpTime {
+                name: p.str(md.name).to_string(),
+                module: (module != StrId::EMPTY).then(|| p.str(module).to_string()),
+                occurrences: 0,
+                total_time_ps: 0,
+                self_time_ps: 0,
+            });
+            e.occurrences += 1;
+            e.total_time_ps += ev.dur(i);
+            e.self_time_ps += self_times[i];
+        }
+    }
+    let mut ops: Vec<OpTime> = agg.into_values().collect();
+    ops.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let total_self_time_ps = ops.iter().map(|o| o.self_time_ps).sum();
+    OpTimes {
+        source,
+        ops,
+        total_self_time_ps,
+    }
+}

@@ -1,0 +1,309 @@
+//! The report: what is in a profile, per session and host, at a glance.
+
+use serde::Serialize;
+use xlens_model::{Profile, StatValue};
+use xlens_store::Session;
+
+use crate::device::{device_info, DeviceInfo};
+use crate::ops::{op_times, OpSource, OpTime};
+use crate::steps::{find_steps, Steps};
+
+/// How many ops the report lists (the op tools list them all).
+pub const TOP_OPS: usize = 20;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub sessions: Vec<SessionReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReport {
+    pub name: String,
+    pub dir: String,
+    pub hosts: Vec<HostReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LineSummary {
+    pub name: String,
+    pub events: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlaneSummary {
+    pub name: String,
+    pub events: usize,
+    pub lines: Vec<LineSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub host: String,
+    pub file: String,
+    pub file_bytes: u64,
+    /// Set when the file could not be read; everything else is then empty.
+    pub error: Option<String>,
+    pub device: Option<DeviceInfo>,
+    /// Wall-clock time of the first event, nanoseconds since the Unix epoch.
+    pub start_time_ns: Option<i64>,
+    /// From the first event's start to the last event's end.
+    pub span_ps: i64,
+    pub total_events: usize,
+    pub planes: Vec<PlaneSummary>,
+    pub steps: Option<Steps>,
+    pub top_ops_source: Option<OpSource>,
+    pub top_ops_source_description: Option<&'static str>,
+    /// The ops with most self time, at most [`TOP_OPS`]; `op_count` says how many there are.
+    pub top_ops: Vec<OpTime>,
+    pub op_count: usize,
+    pub total_op_self_time_ps: i64,
+    /// What the producer recorded (XSpace errors and warnings).
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    /// What the importer worked around.
+    pub import_warnings: Vec<String>,
+    pub hostnames: Vec<String>,
+}
+
+impl HostReport {
+    /// A host whose file failed to load.
+    pub fn failed(host: &str, file: &str, bytes: u64, error: String) -> HostReport {
+        HostReport {
+            host: host.to_string(),
+            file: file.to_string(),
+            file_bytes: bytes,
+            error: Some(error),
+            device: None,
+            start_time_ns: None,
+            span_ps: 0,
+            total_events: 0,
+            planes: Vec::new(),
+            steps: None,
+            top_ops_source: None,
+            top_ops_source_description: None,
+            top_ops: Vec::new(),
+            op_count: 0,
+            total_op_self_time_ps: 0,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            import_warnings: Vec::new(),
+            hostnames: Vec::new(),
+        }
+    }
+}
+
+/// Summarises one host's profile.
+pub fn host_report(host: &str, file: &str, bytes: u64, p: &Profile) -> HostReport {
+    let planes = p
+        .planes
+        .iter()
+        .map(|pl| PlaneSummary {
+            name: p.str(pl.name).to_string(),
+            events: pl.event_count(),
+            lines: pl
+                .lines
+                .iter()
+                .map(|l| LineSummary {
+                    name: p.str(l.name).to_string(),
+                    events: l.events.len(),
+                })
+                .collect(),
+        })
+        .collect();
+    let span = p.span();
+    let ops = op_times(p);
+    let op_count = ops.ops.len();
+    HostReport {
+        host: host.to_string(),
+        file: file.to_string(),
+        file_bytes: bytes,
+        error: None,
+        device: Some(device_info(p)),
+        start_time_ns: span
+            .filter(|_| p.origin_is_wall_clock)
+            .map(|(s, _)| ((p.origin_ps + s as i128) / 1000) as i64),
+        span_ps: span.map(|(s, e)| e - s).unwrap_or(0),
+        total_events: p.event_count(),
+        planes,
+        steps: Some(find_steps(p)),
+        top_ops_source: ops.source,
+        top_ops_source_description: ops.source.map(|s| s.describe()),
+        top_ops: ops.ops.into_iter().take(TOP_OPS).collect(),
+        op_count,
+        total_op_self_time_ps: ops.total_self_time_ps,
+        errors: p.errors.clone(),
+        warnings: p.warnings.clone(),
+        import_warnings: p.import_warnings.clone(),
+        hostnames: p.hostnames.clone(),
+    }
+}
+
+/// Builds the report of several sessions, loading each host with `load` (which may cache).
+pub fn report<F>(sessions: &[Session], mut load: F) -> Report
+where
+    F: FnMut(&xlens_store::HostFile) -> Result<std::sync::Arc<Profile>, String>,
+{
+    Report {
+        sessions: sessions
+            .iter()
+            .map(|s| SessionReport {
+                name: s.name.clone(),
+                dir: s.dir.display().to_string(),
+                hosts: s
+                    .hosts
+                    .iter()
+                    .map(|h| {
+                        let file = h.path.display().to_string();
+                        match load(h) {
+                            Ok(p) => host_report(&h.host, &file, h.bytes, &p),
+                            Err(e) => HostReport::failed(&h.host, &file, h.bytes, e),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Formats picoseconds for people: `12.3 ms`, `450 µs`, `3.20 s`.
+pub fn fmt_ps(ps: i64) -> String {
+    let v = ps as f64;
+    let (div, unit) = if ps.abs() >= 1_000_000_000_000 {
+        (1e12, "s")
+    } else if ps.abs() >= 1_000_000_000 {
+        (1e9, "ms")
+    } else if ps.abs() >= 1_000_000 {
+        (1e6, "µs")
+    } else if ps.abs() >= 1_000 {
+        (1e3, "ns")
+    } else {
+        (1.0, "ps")
+    };
+    let x = v / div;
+    if x.abs() >= 100.0 {
+        format!("{x:.0} {unit}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1} {unit}")
+    } else {
+        format!("{x:.2} {unit}")
+    }
+}
+
+/// Renders the report as plain text.
+pub fn render_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    for s in &r.sessions {
+        let _ = writeln!(o, "session {}  ({})", s.name, s.dir);
+        for h in &s.hosts {
+            let _ = writeln!(o, "  host {}  {}  {} bytes", h.host, h.file, h.file_bytes);
+            if let Some(e) = &h.error {
+                let _ = writeln!(o, "    ERROR: {e}");
+                continue;
+            }
+            if let Some(d) = &h.device {
+                let _ = write!(o, "    device: {} {}", d.kind.as_str(), d.model);
+                if d.count > 0 {
+                    let _ = write!(o, " × {} ({} with events)", d.count, d.active);
+                }
+                if let Some(t) = d.peak_teraflops_per_second {
+                    let _ = write!(o, ", peak {t} TFLOP/s");
+                }
+                if let Some(b) = d.peak_hbm_gigabytes_per_second {
+                    let _ = write!(o, ", {b:.0} GB/s");
+                }
+                let _ = writeln!(o);
+            }
+            let _ = writeln!(
+                o,
+                "    span: {}   events: {}",
+                fmt_ps(h.span_ps),
+                h.total_events
+            );
+            for p in &h.planes {
+                let _ = writeln!(o, "    plane {}: {} events", p.name, p.events);
+                for l in &p.lines {
+                    let _ = writeln!(o, "      {:<60} {:>10}", l.name, l.events);
+                }
+            }
+            match &h.steps {
+                Some(st) if st.count > 0 => {
+                    let _ = writeln!(
+                        o,
+                        "    steps: {} from {} `{}`; mean {}, min {}, max {}",
+                        st.count,
+                        match st.source {
+                            Some(crate::steps::StepSource::StepAnnotation) => "step annotations",
+                            _ => "device line",
+                        },
+                        st.name.as_deref().unwrap_or(""),
+                        fmt_ps(st.mean_ps),
+                        fmt_ps(st.min_ps),
+                        fmt_ps(st.max_ps)
+                    );
+                }
+                _ => {
+                    let _ = writeln!(
+                        o,
+                        "    steps: none found (no `step_num` annotations, no device `Steps` line)"
+                    );
+                }
+            }
+            match h.top_ops_source {
+                Some(src) => {
+                    let _ = writeln!(
+                        o,
+                        "    top ops by self time (of {} ops, from {}):",
+                        h.op_count,
+                        src.describe()
+                    );
+                    let _ = writeln!(
+                        o,
+                        "      {:>12} {:>7} {:>8}  name",
+                        "self time", "%", "count"
+                    );
+                    for op in &h.top_ops {
+                        let pct = if h.total_op_self_time_ps > 0 {
+                            100.0 * op.self_time_ps as f64 / h.total_op_self_time_ps as f64
+                        } else {
+                            0.0
+                        };
+                        let _ = writeln!(
+                            o,
+                            "      {:>12} {:>6.2}% {:>8}  {}{}",
+                            fmt_ps(op.self_time_ps),
+                            pct,
+                            op.occurrences,
+                            op.name,
+                            op.module
+                                .as_deref()
+                                .map(|m| format!("  [{m}]"))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+                None => {
+                    let _ = writeln!(o, "    ops: none found");
+                }
+            }
+            for e in &h.errors {
+                let _ = writeln!(o, "    profiler error: {e}");
+            }
+            for w in &h.warnings {
+                let _ = writeln!(o, "    profiler warning: {w}");
+            }
+            for w in &h.import_warnings {
+                let _ = writeln!(o, "    import warning: {w}");
+            }
+        }
+    }
+    o
+}
+
+/// A plane stat rendered as text, for details views.
+pub fn stat_text(p: &Profile, v: StatValue) -> String {
+    match v {
+        StatValue::Bytes(b) => format!("<{} bytes>", p.blob(b).len()),
+        other => other.display(&p.strings),
+    }
+}

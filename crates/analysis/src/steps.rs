@@ -1,0 +1,141 @@
+//! Step detection: training/inference steps from user step annotations or a device `Steps` line.
+
+use serde::Serialize;
+use xlens_model::Profile;
+
+use crate::device::{device_planes, DeviceKind};
+
+/// Where the steps came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    /// Host events carrying a `step_num` stat (JAX `StepTraceAnnotation`, TF `Trace(step_num=)`).
+    StepAnnotation,
+    /// A device plane's `Steps` line.
+    DeviceStepsLine,
+}
+
+/// One step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The step number the program gave, when it gave one.
+    pub step_num: Option<i64>,
+    pub start_ps: i64,
+    pub dur_ps: i64,
+}
+
+/// Steps found in a host's profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct Steps {
+    pub source: Option<StepSource>,
+    /// Name of the annotation or line the steps came from.
+    pub name: Option<String>,
+    pub count: usize,
+    pub mean_ps: i64,
+    pub min_ps: i64,
+    pub max_ps: i64,
+    pub steps: Vec<Step>,
+}
+
+impl Steps {
+    fn from(source: StepSource, name: String, mut steps: Vec<Step>) -> Steps {
+        steps.sort_by_key(|s| s.start_ps);
+        let count = steps.len();
+        let total: i128 = steps.iter().map(|s| s.dur_ps as i128).sum();
+        Steps {
+            source: Some(source),
+            name: Some(name),
+            count,
+            mean_ps: if count > 0 {
+                (total / count as i128) as i64
+            } else {
+                0
+            },
+            min_ps: steps.iter().map(|s| s.dur_ps).min().unwrap_or(0),
+            max_ps: steps.iter().map(|s| s.dur_ps).max().unwrap_or(0),
+            steps,
+        }
+    }
+
+    fn none() -> Steps {
+        Steps {
+            source: None,
+            name: None,
+            count: 0,
+            mean_ps: 0,
+            min_ps: 0,
+            max_ps: 0,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// Finds the steps of a host: user step annotations first (they are what the program declared),
+/// else the `Steps` line of the first device plane that has one.
+pub fn find_steps(p: &Profile) -> Steps {
+    if let Some(s) = annotated_steps(p) {
+        return s;
+    }
+    for kind in [DeviceKind::Tpu, DeviceKind::Gpu] {
+        for (_, plane) in device_planes(p, kind) {
+            for line in &plane.lines {
+                if p.str(line.name) == "Steps" && !line.events.is_empty() {
+                    let ev = &line.events;
+                    let steps = (0..ev.len())
+                        .map(|i| Step {
+                            step_num: plane
+                                .metadata_of(line, i)
+                                .and_then(|m| p.str(m.name).parse().ok()),
+                            start_ps: ev.start(i),
+                            dur_ps: ev.dur(i),
+                        })
+                        .collect();
+                    return Steps::from(
+                        StepSource::DeviceStepsLine,
+                        format!("{} Steps", p.str(plane.name)),
+                        steps,
+                    );
+                }
+            }
+        }
+    }
+    Steps::none()
+}
+
+/// Host events with a `step_num` stat, grouped by event name; the most frequent name wins.
+fn annotated_steps(p: &Profile) -> Option<Steps> {
+    let key = p.key("step_num")?;
+    let mut by_name: Vec<(xlens_model::StrId, Vec<Step>)> = Vec::new();
+    for plane in &p.planes {
+        if !p.str(plane.name).starts_with("/host:") {
+            continue;
+        }
+        for line in &plane.lines {
+            let ev = &line.events;
+            for i in 0..ev.len() {
+                let Some(n) = ev.stats(i).get(key).and_then(|v| v.as_i64()) else {
+                    continue;
+                };
+                let name = plane
+                    .metadata_of(line, i)
+                    .map(|m| m.name)
+                    .unwrap_or_default();
+                let step = Step {
+                    step_num: Some(n),
+                    start_ps: ev.start(i),
+                    dur_ps: ev.dur(i),
+                };
+                match by_name.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, v)) => v.push(step),
+                    None => by_name.push((name, vec![step])),
+                }
+            }
+        }
+    }
+    let (name, steps) = by_name.into_iter().max_by_key(|(_, v)| v.len())?;
+    Some(Steps::from(
+        StepSource::StepAnnotation,
+        p.str(name).to_string(),
+        steps,
+    ))
+}

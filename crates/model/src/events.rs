@@ -1,0 +1,328 @@
+//! Per-line event columns: start, duration, metadata, nesting depth and stats, sorted by start.
+
+use crate::stats::{encode_stat, Stats};
+use crate::strings::StrId;
+use crate::StatValue;
+
+/// The events of one line (one thread, stream or derived track), stored as columns.
+///
+/// Invariant after [`EventsBuilder::finish`]: events are sorted by start time ascending and, for
+/// equal starts, by duration descending, so that an enclosing event precedes what it encloses.
+/// `depth[i]` is the number of earlier events of the line that still cover `start[i]`.
+#[derive(Default, Debug, Clone)]
+pub struct Events {
+    start: Vec<i64>,
+    dur: Vec<i64>,
+    meta: Vec<u32>,
+    depth: Vec<u16>,
+    /// `stat_off[i]..stat_off[i+1]` is event `i`'s range in `stats`; has `len() + 1` entries.
+    stat_off: Vec<u32>,
+    stats: Vec<u8>,
+    /// Events that stand for several occurrences (XPlane `num_occurrences`): (event index, count).
+    occurrences: Vec<(u32, i64)>,
+}
+
+impl Events {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// Start times in picoseconds relative to the profile origin.
+    pub fn starts(&self) -> &[i64] {
+        &self.start
+    }
+
+    pub fn durations(&self) -> &[i64] {
+        &self.dur
+    }
+
+    /// Index of each event's metadata in its plane's `event_metadata`.
+    pub fn metadata_indices(&self) -> &[u32] {
+        &self.meta
+    }
+
+    pub fn depths(&self) -> &[u16] {
+        &self.depth
+    }
+
+    #[inline]
+    pub fn start(&self, i: usize) -> i64 {
+        self.start[i]
+    }
+
+    #[inline]
+    pub fn dur(&self, i: usize) -> i64 {
+        self.dur[i]
+    }
+
+    #[inline]
+    pub fn end(&self, i: usize) -> i64 {
+        self.start[i].saturating_add(self.dur[i])
+    }
+
+    #[inline]
+    pub fn meta(&self, i: usize) -> u32 {
+        self.meta[i]
+    }
+
+    #[inline]
+    pub fn depth(&self, i: usize) -> u16 {
+        self.depth[i]
+    }
+
+    #[inline]
+    pub fn stats(&self, i: usize) -> Stats<'_> {
+        let a = self.stat_off[i] as usize;
+        let b = self.stat_off[i + 1] as usize;
+        Stats::new(&self.stats[a..b])
+    }
+
+    /// Events that aggregate several occurrences, as (event index, occurrences).
+    pub fn occurrences(&self) -> &[(u32, i64)] {
+        &self.occurrences
+    }
+
+    /// Bytes of heap this line holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.start.capacity() * 8
+            + self.dur.capacity() * 8
+            + self.meta.capacity() * 4
+            + self.depth.capacity() * 2
+            + self.stat_off.capacity() * 4
+            + self.stats.capacity()
+            + self.occurrences.capacity() * 16
+    }
+
+    /// Earliest start and latest end, if any event exists.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let first = *self.start.first()?;
+        let end = (0..self.len()).map(|i| self.end(i)).max()?;
+        Some((first, end))
+    }
+
+    /// Index of the first event whose start is `>= t`.
+    pub fn lower_bound(&self, t: i64) -> usize {
+        self.start.partition_point(|&s| s < t)
+    }
+
+    /// Self time of every event: its duration minus the time covered by its direct children.
+    pub fn self_times(&self) -> Vec<i64> {
+        let n = self.len();
+        let mut self_time = self.dur.clone();
+        // Stack of open ancestors (indices); a child is an event nested directly under the top.
+        let mut stack: Vec<usize> = Vec::new();
+        for i in 0..n {
+            let s = self.start[i];
+            while let Some(&top) = stack.last() {
+                if self.end(top) <= s {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            if let Some(&parent) = stack.last() {
+                // Only the part of the child that lies inside the parent counts against it.
+                let overlap = self.end(i).min(self.end(parent)) - s;
+                if overlap > 0 {
+                    self_time[parent] -= overlap;
+                }
+            }
+            stack.push(i);
+        }
+        for v in &mut self_time {
+            if *v < 0 {
+                *v = 0;
+            }
+        }
+        self_time
+    }
+
+    /// Shifts every start by `delta` picoseconds.
+    pub fn shift(&mut self, delta: i64) {
+        for s in &mut self.start {
+            *s = s.saturating_add(delta);
+        }
+    }
+}
+
+/// Builds an [`Events`] column set from events in any order.
+#[derive(Default)]
+pub struct EventsBuilder {
+    ev: Events,
+}
+
+impl EventsBuilder {
+    pub fn with_capacity(events: usize, stat_bytes: usize) -> Self {
+        let mut ev = Events {
+            start: Vec::with_capacity(events),
+            dur: Vec::with_capacity(events),
+            meta: Vec::with_capacity(events),
+            depth: Vec::new(),
+            stat_off: Vec::with_capacity(events + 1),
+            stats: Vec::with_capacity(stat_bytes),
+            occurrences: Vec::new(),
+        };
+        ev.stat_off.push(0);
+        EventsBuilder { ev }
+    }
+
+    /// Starts a new event; stats pushed afterwards belong to it.
+    #[inline]
+    pub fn push(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
+        if self.ev.stat_off.is_empty() {
+            self.ev.stat_off.push(0);
+        }
+        self.ev.start.push(start_ps);
+        self.ev.dur.push(dur_ps);
+        self.ev.meta.push(meta);
+        self.ev.stat_off.push(self.ev.stats.len() as u32);
+    }
+
+    /// Marks the last pushed event as standing for `n` occurrences.
+    pub fn set_occurrences(&mut self, n: i64) {
+        if let Some(last) = self.ev.start.len().checked_sub(1) {
+            self.ev.occurrences.push((last as u32, n));
+        }
+    }
+
+    /// Adds a stat to the last pushed event.
+    #[inline]
+    pub fn stat(&mut self, key: StrId, value: StatValue) {
+        if self.ev.start.is_empty() {
+            return;
+        }
+        encode_stat(&mut self.ev.stats, key, value);
+        if let Some(last) = self.ev.stat_off.last_mut() {
+            *last = self.ev.stats.len() as u32;
+        }
+    }
+
+    /// Adds stats already in the model's encoding (see [`crate::encode_stat`]) to the last event.
+    #[inline]
+    pub fn stats_encoded(&mut self, encoded: &[u8]) {
+        if self.ev.start.is_empty() {
+            return;
+        }
+        self.ev.stats.extend_from_slice(encoded);
+        if let Some(last) = self.ev.stat_off.last_mut() {
+            *last = self.ev.stats.len() as u32;
+        }
+    }
+
+    /// Number of events pushed so far.
+    pub fn len(&self) -> usize {
+        self.ev.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ev.start.is_empty()
+    }
+
+    /// Sorts the events, computes nesting depth and returns the finished columns.
+    pub fn finish(mut self) -> Events {
+        let ev = &mut self.ev;
+        if ev.stat_off.is_empty() {
+            ev.stat_off.push(0);
+        }
+        let n = ev.start.len();
+        let sorted = (1..n).all(|i| {
+            let (a, b) = (i - 1, i);
+            ev.start[a] < ev.start[b] || (ev.start[a] == ev.start[b] && ev.dur[a] >= ev.dur[b])
+        });
+        if !sorted {
+            let mut perm: Vec<u32> = (0..n as u32).collect();
+            perm.sort_by(|&a, &b| {
+                let (a, b) = (a as usize, b as usize);
+                ev.start[a]
+                    .cmp(&ev.start[b])
+                    .then(ev.dur[b].cmp(&ev.dur[a]))
+            });
+            ev.start = perm.iter().map(|&i| ev.start[i as usize]).collect();
+            ev.dur = perm.iter().map(|&i| ev.dur[i as usize]).collect();
+            ev.meta = perm.iter().map(|&i| ev.meta[i as usize]).collect();
+            let mut stats = Vec::with_capacity(ev.stats.len());
+            let mut off = Vec::with_capacity(n + 1);
+            off.push(0u32);
+            for &i in &perm {
+                let (a, b) = (
+                    ev.stat_off[i as usize] as usize,
+                    ev.stat_off[i as usize + 1] as usize,
+                );
+                stats.extend_from_slice(&ev.stats[a..b]);
+                off.push(stats.len() as u32);
+            }
+            ev.stats = stats;
+            ev.stat_off = off;
+            if !ev.occurrences.is_empty() {
+                let mut inverse = vec![0u32; n];
+                for (new, &old) in perm.iter().enumerate() {
+                    inverse[old as usize] = new as u32;
+                }
+                for o in &mut ev.occurrences {
+                    o.0 = inverse[o.0 as usize];
+                }
+                ev.occurrences.sort_unstable();
+            }
+        }
+        // Nesting depth: how many earlier events still cover this event's start.
+        let mut depth = Vec::with_capacity(n);
+        let mut open_ends: Vec<i64> = Vec::new();
+        for i in 0..n {
+            let s = ev.start[i];
+            while let Some(&e) = open_ends.last() {
+                if e <= s {
+                    open_ends.pop();
+                } else {
+                    break;
+                }
+            }
+            depth.push(open_ends.len().min(u16::MAX as usize) as u16);
+            open_ends.push(ev.end(i));
+        }
+        ev.depth = depth;
+        ev.stats.shrink_to_fit();
+        self.ev
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(evs: &[(i64, i64)]) -> Events {
+        let mut b = EventsBuilder::with_capacity(evs.len(), 0);
+        for (k, &(s, d)) in evs.iter().enumerate() {
+            b.push(s, d, k as u32);
+            b.stat(StrId(1), StatValue::I64(k as i64));
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn sorts_and_keeps_stats_with_their_event() {
+        // Recorded in end order, as host tracers do: children end before their parent.
+        let ev = build(&[(10, 5), (20, 5), (0, 100), (200, 1)]);
+        assert_eq!(ev.starts(), &[0, 10, 20, 200]);
+        assert_eq!(ev.metadata_indices(), &[2, 0, 1, 3]);
+        for i in 0..ev.len() {
+            let k = ev.meta(i) as i64;
+            assert_eq!(ev.stats(i).get(StrId(1)), Some(StatValue::I64(k)));
+        }
+        assert_eq!(ev.depths(), &[0, 1, 1, 0]);
+        assert_eq!(ev.self_times(), vec![90, 5, 5, 1]);
+    }
+
+    #[test]
+    fn deep_nesting_and_equal_starts() {
+        let ev = build(&[(0, 10), (0, 100), (0, 50), (60, 10), (65, 2)]);
+        assert_eq!(ev.durations(), &[100, 50, 10, 10, 2]);
+        assert_eq!(ev.depths(), &[0, 1, 2, 1, 2]);
+        assert_eq!(ev.self_times(), vec![40, 40, 10, 8, 2]);
+        assert_eq!(ev.lower_bound(60), 3);
+        assert_eq!(ev.span(), Some((0, 100)));
+    }
+}

@@ -1,0 +1,252 @@
+//! Resolved statistics (key/value pairs) attached to events, event metadata and planes.
+//!
+//! Stats are stored in a compact byte encoding private to this crate: per stat, a varint header
+//! `(key << 3) | kind` followed by the value. Keys are the interned stat *names* (the producer's
+//! numeric stat-metadata ids are resolved while importing), and reference values are resolved to
+//! the interned string they point at, so readers never see format-specific ids.
+
+use crate::strings::{StrId, Strings};
+
+const K_I64: u64 = 0;
+const K_U64: u64 = 1;
+const K_F64: u64 = 2;
+const K_STR: u64 = 3;
+const K_BYTES: u64 = 4;
+const K_REF: u64 = 5;
+const K_NONE: u64 = 6;
+
+/// Index of a byte blob in [`crate::Profile::blobs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlobId(pub u32);
+
+/// One stat value, resolved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatValue {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(StrId),
+    /// A reference to another interned string (XPlane `ref_value`), already resolved.
+    Ref(StrId),
+    Bytes(BlobId),
+    /// The producer wrote a stat without a value.
+    None,
+}
+
+impl StatValue {
+    /// The value as a signed integer when it is numeric and integral.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            StatValue::I64(v) => Some(v),
+            StatValue::U64(v) => i64::try_from(v).ok(),
+            StatValue::F64(v) if v.fract() == 0.0 && v.abs() < 9.0e18 => Some(v as i64),
+            _ => None,
+        }
+    }
+
+    /// The value as a float when it is numeric.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            StatValue::I64(v) => Some(v as f64),
+            StatValue::U64(v) => Some(v as f64),
+            StatValue::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The interned string for string and reference values.
+    pub fn as_str_id(&self) -> Option<StrId> {
+        match *self {
+            StatValue::Str(s) | StatValue::Ref(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Renders the value as text (numbers in decimal, bytes as a size).
+    pub fn display(&self, strings: &Strings) -> String {
+        match *self {
+            StatValue::I64(v) => v.to_string(),
+            StatValue::U64(v) => v.to_string(),
+            StatValue::F64(v) => v.to_string(),
+            StatValue::Str(s) | StatValue::Ref(s) => strings.get(s).to_string(),
+            StatValue::Bytes(_) => "<bytes>".to_string(),
+            StatValue::None => String::new(),
+        }
+    }
+}
+
+/// One stat: interned name and value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stat {
+    pub key: StrId,
+    pub value: StatValue,
+}
+
+#[inline]
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// Appends stats in the model's encoding. Used by importers.
+pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
+    let (kind, payload): (u64, u64) = match value {
+        StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
+        StatValue::U64(v) => (K_U64, v),
+        StatValue::F64(v) => {
+            put_varint(out, ((key.0 as u64) << 3) | K_F64);
+            out.extend_from_slice(&v.to_le_bytes());
+            return;
+        }
+        StatValue::Str(s) => (K_STR, s.0 as u64),
+        StatValue::Ref(s) => (K_REF, s.0 as u64),
+        StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
+        StatValue::None => (K_NONE, 0),
+    };
+    put_varint(out, ((key.0 as u64) << 3) | kind);
+    put_varint(out, payload);
+}
+
+/// Iterator over encoded stats.
+#[derive(Clone)]
+pub struct StatIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> StatIter<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        StatIter { buf, pos: 0 }
+    }
+}
+
+impl Iterator for StatIter<'_> {
+    type Item = Stat;
+
+    fn next(&mut self) -> Option<Stat> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let head = get_varint(self.buf, &mut self.pos)?;
+        let key = StrId((head >> 3) as u32);
+        let value = match head & 7 {
+            K_F64 => {
+                let bytes = self.buf.get(self.pos..self.pos + 8)?;
+                self.pos += 8;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(bytes);
+                StatValue::F64(f64::from_le_bytes(a))
+            }
+            kind => {
+                let p = get_varint(self.buf, &mut self.pos)?;
+                match kind {
+                    K_I64 => StatValue::I64(((p >> 1) as i64) ^ -((p & 1) as i64)),
+                    K_U64 => StatValue::U64(p),
+                    K_STR => StatValue::Str(StrId(p as u32)),
+                    K_REF => StatValue::Ref(StrId(p as u32)),
+                    K_BYTES => StatValue::Bytes(BlobId(p as u32)),
+                    _ => StatValue::None,
+                }
+            }
+        };
+        Some(Stat { key, value })
+    }
+}
+
+/// A borrowed list of stats (of one event, metadata or plane).
+#[derive(Clone, Copy)]
+pub struct Stats<'a> {
+    pub(crate) buf: &'a [u8],
+}
+
+impl<'a> Stats<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Stats { buf }
+    }
+
+    pub fn iter(&self) -> StatIter<'a> {
+        StatIter::new(self.buf)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The first stat with this key.
+    pub fn get(&self, key: StrId) -> Option<StatValue> {
+        self.iter().find(|s| s.key == key).map(|s| s.value)
+    }
+}
+
+impl<'a> IntoIterator for Stats<'a> {
+    type Item = Stat;
+    type IntoIter = StatIter<'a>;
+    fn into_iter(self) -> StatIter<'a> {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips() {
+        let vals = [
+            StatValue::I64(-1),
+            StatValue::I64(i64::MIN),
+            StatValue::I64(i64::MAX),
+            StatValue::U64(u64::MAX),
+            StatValue::U64(0),
+            StatValue::F64(-2.5e300),
+            StatValue::Str(StrId(7)),
+            StatValue::Ref(StrId(u32::MAX)),
+            StatValue::Bytes(BlobId(3)),
+            StatValue::None,
+        ];
+        let mut buf = Vec::new();
+        for (i, v) in vals.iter().enumerate() {
+            encode_stat(&mut buf, StrId(i as u32 * 1000), *v);
+        }
+        let back: Vec<_> = Stats::new(&buf).iter().collect();
+        assert_eq!(back.len(), vals.len());
+        for (i, s) in back.iter().enumerate() {
+            assert_eq!(s.key, StrId(i as u32 * 1000));
+            assert_eq!(s.value, vals[i]);
+        }
+        assert_eq!(
+            Stats::new(&buf).get(StrId(2000)),
+            Some(StatValue::I64(i64::MAX))
+        );
+    }
+
+    #[test]
+    fn truncated_buffer_stops_without_panicking() {
+        let mut buf = Vec::new();
+        encode_stat(&mut buf, StrId(1), StatValue::F64(1.0));
+        for cut in 0..buf.len() {
+            let _ = Stats::new(&buf[..cut]).iter().count();
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Log-directory access: the only place in xlens that touches profile files.
+//!
+//! * [`discover`] turns a path (a log directory, one session directory, or one file) into
+//!   [`Session`]s, newest first, each with one [`HostFile`] per host.
+//! * [`read`] returns a file's bytes as a [`FileBytes`] (decompressed if gzip), whose pages can be
+//!   released as an importer walks through them, so decoding a large file does not hold it twice.
+//!
+//! Only local disk is implemented; `gs://` and `s3://` will come behind the same two functions.
+
+use serde::Serialize;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Errors from discovery and reading, each naming the path concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: does not exist")]
+    NotFound { path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: no profiles found. Expected `<logdir>/plugins/profile/<session>/<host>.xplane.pb` (or a session folder, or one .xplane.pb file); {found}")]
+    NoProfiles { path: PathBuf, found: String },
+    #[error("{path}: {what} files are not supported yet; save the profile as .xplane.pb (XProf and JAX/TensorFlow write that by default)")]
+    Unsupported { path: PathBuf, what: &'static str },
+    #[error("{path}: not a profile file; expected a name ending in .xplane.pb (or .xplane.pb.gz)")]
+    NotAProfile { path: PathBuf },
+    #[error("{path}: gzip data is corrupt or truncated: {source}")]
+    Gzip {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a host file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// `*.xplane.pb`, possibly gzip-compressed.
+    XSpace,
+    /// `*.xplane.riegeli`: recognised, not read yet.
+    XSpaceRiegeli,
+}
+
+/// One host's file in a session.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostFile {
+    /// Host name, from the file name (`<host>.xplane.pb`).
+    pub host: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub format: Format,
+}
+
+/// One profiling session: a folder holding one file per host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Session {
+    /// Display name: the folder under `plugins/profile/`, else the folder's path below the root.
+    pub name: String,
+    pub dir: PathBuf,
+    pub hosts: Vec<HostFile>,
+    /// Newest modification time of its files, in seconds since the Unix epoch.
+    pub modified_s: u64,
+}
+
+const SUFFIXES: &[(&str, Format)] = &[
+    (".xplane.pb", Format::XSpace),
+    (".xplane.pb.gz", Format::XSpace),
+    (".xplane.riegeli", Format::XSpaceRiegeli),
+];
+
+/// Host name and format of a profile file name, if it is one.
+pub fn classify(file_name: &str) -> Option<(String, Format)> {
+    SUFFIXES.iter().find_map(|(suf, fmt)| {
+        file_name
+            .strip_suffix(suf)
+            .filter(|h| !h.is_empty())
+            .map(|h| (h.to_string(), *fmt))
+    })
+}
+
+/// Finds the sessions at or below `path`, newest first.
+pub fn discover(path: &Path) -> Result<Vec<Session>, StoreError> {
+    let meta = fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => StoreError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    })?;
+    if meta.is_file() {
+        let name = file_name(path);
+        let (host, format) = classify(&name).ok_or_else(|| StoreError::NotAProfile {
+            path: path.to_path_buf(),
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let session_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| host.clone());
+        return Ok(vec![Session {
+            name: session_name,
+            dir,
+            modified_s: mtime(&meta),
+            hosts: vec![HostFile {
+                host,
+                path: path.to_path_buf(),
+                bytes: meta.len(),
+                format,
+            }],
+        }]);
+    }
+    let mut found = Found::default();
+    walk(path, 0, &mut found)?;
+    if found.sessions.is_empty() {
+        return Err(StoreError::NoProfiles {
+            path: path.to_path_buf(),
+            found: found.describe_other(),
+        });
+    }
+    let mut sessions: Vec<Session> = found
+        .sessions
+        .into_iter()
+        .map(|(dir, mut hosts, modified_s)| {
+            hosts.sort_by(|a, b| a.host.cmp(&b.host));
+            // One file per host: prefer the uncompressed file when both exist.
+            hosts.dedup_by(|later, earlier| {
+                if later.host == earlier.host {
+                    if later.path.extension().is_some_and(|e| e == "pb")
+                        && later.format == Format::XSpace
+                    {
+                        std::mem::swap(later, earlier);
+                    }
+                    true
+                } else {
+                    false
+                }
+            });
+            Session {
+                name: session_name(path, &dir),
+                dir,
+                hosts,
+                modified_s,
+            }
+        })
+        .collect();
+    sessions.sort_by(|a, b| {
+        b.modified_s
+            .cmp(&a.modified_s)
+            .then_with(|| b.name.cmp(&a.name))
+    });
+    Ok(sessions)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn mtime(meta: &fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn session_name(root: &Path, dir: &Path) -> String {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let comps: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    // `.../plugins/profile/<session>`: the session is what follows `profile`.
+    if let Some(i) = comps
+        .windows(2)
+        .position(|w| w[0] == "plugins" && w[1] == "profile")
+    {
+        let rest = &comps[i + 2..];
+        if !rest.is_empty() {
+            let prefix = &comps[..i];
+            return if prefix.is_empty() {
+                rest.join("/")
+            } else {
+                format!("{}/{}", prefix.join("/"), rest.join("/"))
+            };
+        }
+    }
+    if comps.is_empty() {
+        file_name(dir)
+    } else {
+        comps.join("/")
+    }
+}
+
+#[derive(Default)]
+struct Found {
+    sessions: Vec<(PathBuf, Vec<HostFile>, u64)>,
+    other_files: usize,
+    examples: Vec<String>,
+    dirs: usize,
+}
+
+impl Found {
+    fn describe_other(&self) -> String {
+        if self.other_files == 0 {
+            format!(
+                "found {} folder(s) and no files below it",
+                self.dirs.saturating_sub(1)
+            )
+        } else {
+            format!(
+                "found {} other file(s) in {} folder(s), e.g. {}",
+                self.other_files,
+                self.dirs,
+                self.examples.join(", ")
+            )
+        }
+    }
+}
+
+const MAX_DEPTH: usize = 12;
+
+fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
+    found.dirs += 1;
+    let rd = fs::read_dir(dir).map_err(|e| StoreError::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    let mut hosts = Vec::new();
+    let mut newest = 0;
+    let mut subdirs = Vec::new();
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = entry.file_type() else { continue };
+        let path = entry.path();
+        if ft.is_dir() {
+            if !name.starts_with('.') && depth < MAX_DEPTH {
+                subdirs.push(path);
+            }
+            continue;
+        }
+        let Ok(meta) = fs::metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        match classify(&name) {
+            Some((host, format)) => {
+                newest = newest.max(mtime(&meta));
+                hosts.push(HostFile {
+                    host,
+                    path,
+                    bytes: meta.len(),
+                    format,
+                });
+            }
+            None => {
+                found.other_files += 1;
+                if found.examples.len() < 3 {
+                    found.examples.push(name);
+                }
+            }
+        }
+    }
+    if !hosts.is_empty() {
+        found.sessions.push((dir.to_path_buf(), hosts, newest));
+    }
+    subdirs.sort();
+    for d in subdirs {
+        // Unreadable subfolders are skipped rather than failing the whole log dir.
+        let _ = walk(&d, depth + 1, found);
+    }
+    Ok(())
+}
+
+/// A file's bytes, decompressed if needed.
+pub struct FileBytes {
+    inner: Inner,
+    pub path: PathBuf,
+    /// Size on disk (compressed size for gzip files).
+    pub stored_bytes: u64,
+}
+
+enum Inner {
+    Anon(memmap2::MmapMut),
+    Heap(Vec<u8>),
+}
+
+impl FileBytes {
+    pub fn bytes(&self) -> &[u8] {
+        match &self.inner {
+            Inner::Anon(m) => m,
+            Inner::Heap(v) => v,
+        }
+    }
+
+    /// Gives back to the OS the memory of bytes before `upto`, which the caller will not read
+    /// again (they read as zeros afterwards). A no-op where that is not possible.
+    pub fn release_before(&self, upto: usize) {
+        if let Inner::Anon(m) = &self.inner {
+            let page = 1 << 16; // release in 64 KiB steps
+            let end = upto.min(m.len()) / page * page;
+            if end > 0 {
+                // SAFETY: the mapping is private and anonymous; DONTNEED only makes the released
+                // pages read as zeros, and callers promise not to read them again.
+                unsafe {
+                    let _ = m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end);
+                }
+            }
+        }
+    }
+}
+
+/// Reads a host file fully into memory (decompressing gzip).
+pub fn read(file: &HostFile) -> Result<FileBytes, StoreError> {
+    read_path(&file.path, file.format)
+}
+
+/// Reads any path as a profile of `format`.
+pub fn read_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
+    if format == Format::XSpaceRiegeli {
+        return Err(StoreError::Unsupported {
+            path: path.to_path_buf(),
+            what: "Riegeli (.xplane.riegeli)",
+        });
+    }
+    let io = |e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let mut f = fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => io(e),
+    })?;
+    let len = f.metadata().map_err(io)?.len();
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(io)?;
+    let gz = n == 2 && magic == [0x1f, 0x8b];
+    drop(f);
+    let mut f = fs::File::open(path).map_err(io)?;
+    if gz {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(f)
+            .read_to_end(&mut out)
+            .map_err(|e| StoreError::Gzip {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        return Ok(FileBytes {
+            inner: Inner::Heap(out),
+            path: path.to_path_buf(),
+            stored_bytes: len,
+        });
+    }
+    let size = usize::try_from(len).map_err(|_| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            "file too large for this platform",
+        ))
+    })?;
+    let inner = if size == 0 {
+        Inner::Heap(Vec::new())
+    } else {
+        let mut m = memmap2::MmapMut::map_anon(size).map_err(io)?;
+        f.read_exact(&mut m[..]).map_err(io)?;
+        Inner::Anon(m)
+    };
+    Ok(FileBytes {
+        inner,
+        path: path.to_path_buf(),
+        stored_bytes: len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_profile_names() {
+        assert_eq!(
+            classify("127.0.0.1_9998.xplane.pb"),
+            Some(("127.0.0.1_9998".into(), Format::XSpace))
+        );
+        assert_eq!(
+            classify("vm.xplane.pb.gz"),
+            Some(("vm".into(), Format::XSpace))
+        );
+        assert_eq!(
+            classify("h.xplane.riegeli"),
+            Some(("h".into(), Format::XSpaceRiegeli))
+        );
+        assert_eq!(classify("vm.trace.json.gz"), None);
+        assert_eq!(classify(".xplane.pb"), None);
+    }
+
+    #[test]
+    fn session_names() {
+        let root = Path::new("/logs");
+        assert_eq!(
+            session_name(root, Path::new("/logs/plugins/profile/2024_01_01")),
+            "2024_01_01"
+        );
+        assert_eq!(
+            session_name(root, Path::new("/logs/train/plugins/profile/run1")),
+            "train/run1"
+        );
+        assert_eq!(session_name(root, Path::new("/logs/a/b")), "a/b");
+        assert_eq!(session_name(root, Path::new("/logs")), "logs");
+    }
+}

@@ -1,0 +1,499 @@
+//! XSpace importer: decodes `tensorflow.profiler.XSpace` bytes straight into an xlens [`Profile`].
+//!
+//! This is a hand-written, zero-copy walker over the protobuf wire format (field numbers from
+//! `crates/proto/proto/xplane.proto`): it never materialises the message tree, so it runs at
+//! memory speed and holds little more than the finished model. Metadata is read before the lines
+//! of each plane, so stat keys and reference values are resolved to interned names as events are
+//! decoded. Decoding errors carry the byte offset where decoding failed and never panic.
+
+mod wire;
+
+use hashbrown::HashMap;
+use std::fmt;
+use wire::{Reader, Wire};
+use xlens_model::{
+    encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
+};
+
+/// Why a byte string is not a readable XSpace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset in the input where decoding failed.
+    pub offset: u64,
+    pub message: String,
+    /// The message type being decoded there (e.g. `XEvent`).
+    pub context: &'static str,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "not a valid XSpace: at byte {} (in {}): {}",
+            self.offset, self.context, self.message
+        )
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Decodes a whole XSpace.
+pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
+    decode_with(bytes, &mut |_| {})
+}
+
+/// Decodes a whole XSpace, telling `consumed(n)` whenever the bytes before offset `n` will not be
+/// read again (so a memory-mapped caller can release those pages as it goes).
+pub fn decode_with(
+    bytes: &[u8],
+    consumed: &mut dyn FnMut(usize),
+) -> Result<Profile, DecodeError> {
+    if bytes.is_empty() {
+        return Err(DecodeError {
+            offset: 0,
+            message: "the file is empty".into(),
+            context: "XSpace",
+        });
+    }
+    let mut d = Decoder {
+        prof: Profile::default(),
+        warn: Warnings::default(),
+        scratch: Vec::with_capacity(256),
+        consumed,
+    };
+    let mut r = Reader::new(bytes, 0, "XSpace");
+    while let Some((num, wire)) = r.field()? {
+        match num {
+            1 => {
+                r.expect(num, wire, Wire::Len)?;
+                let plane = r.message("XPlane")?;
+                d.plane(plane)?;
+            }
+            2..=4 => {
+                r.expect(num, wire, Wire::Len)?;
+                let s = d.string(&mut r)?;
+                let s = d.prof.strings.get(s).to_string();
+                match num {
+                    2 => d.prof.errors.push(s),
+                    3 => d.prof.warnings.push(s),
+                    _ => d.prof.hostnames.push(s),
+                }
+            }
+            _ => r.skip(wire)?,
+        }
+    }
+    if d.prof.planes.is_empty() {
+        return Err(DecodeError {
+            offset: 0,
+            message: format!(
+                "no XPlane in {} bytes; expected a tensorflow.profiler.XSpace (an .xplane.pb file)",
+                bytes.len()
+            ),
+            context: "XSpace",
+        });
+    }
+    let mut prof = d.prof;
+    place_lines_on_one_axis(&mut prof, &mut d.warn);
+    prof.import_warnings = d.warn.into_messages();
+    Ok(prof)
+}
+
+#[derive(Default)]
+struct Warnings {
+    unknown_stat_ids: u64,
+    unknown_event_metadata: u64,
+    invalid_utf8: u64,
+    clamped_lines: Vec<String>,
+}
+
+impl Warnings {
+    fn into_messages(self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.unknown_stat_ids > 0 {
+            out.push(format!(
+                "{} stats referred to a stat metadata id the plane does not define; they are kept under the name `<stat ID>`",
+                self.unknown_stat_ids
+            ));
+        }
+        if self.unknown_event_metadata > 0 {
+            out.push(format!(
+                "{} events referred to an event metadata id the plane does not define; they are kept under the name `<metadata ID>`",
+                self.unknown_event_metadata
+            ));
+        }
+        if self.invalid_utf8 > 0 {
+            out.push(format!(
+                "{} strings were not valid UTF-8; invalid bytes were replaced with U+FFFD",
+                self.invalid_utf8
+            ));
+        }
+        out.extend(self.clamped_lines);
+        out
+    }
+}
+
+/// Wall-clock times below this (about 11.6 days after the epoch) are offsets from a profile start.
+const NORMALIZED_BELOW_NS: i64 = 1_000_000_000_000_000;
+
+/// Events were decoded with starts relative to their line's `timestamp_ns`; put every line on one
+/// picosecond axis whose 0 is the earliest event, and find what that 0 is in wall-clock time.
+///
+/// Current TSL profilers write line timestamps relative to the session start (recorded as
+/// `profile_start_time` on the `Task Environment` plane); older ones wrote wall-clock times.
+fn place_lines_on_one_axis(prof: &mut Profile, warn: &mut Warnings) {
+    let origin_ns = prof
+        .planes
+        .iter()
+        .flat_map(|p| p.lines.iter())
+        .filter(|l| !l.events.is_empty())
+        .map(|l| l.timestamp_ns)
+        .min()
+        .unwrap_or(0);
+    for plane in &mut prof.planes {
+        for line in &mut plane.lines {
+            if line.events.is_empty() {
+                continue;
+            }
+            let delta = (line.timestamp_ns as i128 - origin_ns as i128) * 1000;
+            match i64::try_from(delta) {
+                Ok(d) => line.events.shift(d),
+                Err(_) => warn.clamped_lines.push(format!(
+                    "line `{}` starts at {} ns, too far from the profile's other lines (earliest {} ns) to share a picosecond time axis; its events are placed at their offsets from the profile start",
+                    prof.strings.get(line.name),
+                    line.timestamp_ns,
+                    origin_ns
+                )),
+            }
+        }
+    }
+    prof.origin_ps = origin_ns as i128 * 1000;
+    prof.origin_is_wall_clock = origin_ns >= NORMALIZED_BELOW_NS;
+    if !prof.origin_is_wall_clock {
+        let start = prof.strings.find("profile_start_time").and_then(|k| {
+            prof.planes
+                .iter()
+                .find(|p| prof.strings.get(p.name) == "Task Environment")
+                .and_then(|p| p.stats().get(k))
+                .and_then(|v| v.as_i64())
+        });
+        if let Some(start) = start.filter(|s| *s >= NORMALIZED_BELOW_NS) {
+            prof.origin_ps += start as i128 * 1000;
+            prof.origin_is_wall_clock = true;
+        }
+    }
+    prof.normalize_origin();
+}
+
+/// Maps producer ids to dense indices or interned names.
+enum IdMap {
+    Dense(Vec<u32>),
+    Sparse(HashMap<i64, u32>),
+}
+
+impl IdMap {
+    const NONE: u32 = u32::MAX;
+
+    fn build(pairs: &[(i64, u32)]) -> IdMap {
+        let max = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+        let min = pairs.iter().map(|p| p.0).min().unwrap_or(0);
+        if min >= 0 && max < (pairs.len() as i64 * 4 + 4096) {
+            let mut v = vec![Self::NONE; max as usize + 1];
+            for &(k, x) in pairs {
+                v[k as usize] = x;
+            }
+            IdMap::Dense(v)
+        } else {
+            IdMap::Sparse(pairs.iter().copied().collect())
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: i64) -> Option<u32> {
+        match self {
+            IdMap::Dense(v) => {
+                let x = *v.get(usize::try_from(id).ok()?)?;
+                (x != Self::NONE).then_some(x)
+            }
+            IdMap::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+}
+
+struct PlaneCtx {
+    stat_names: IdMap,
+    meta_index: IdMap,
+}
+
+struct Decoder<'c> {
+    prof: Profile,
+    warn: Warnings,
+    scratch: Vec<u8>,
+    consumed: &'c mut dyn FnMut(usize),
+}
+
+impl Decoder<'_> {
+    fn intern_bytes(&mut self, b: &[u8]) -> StrId {
+        match std::str::from_utf8(b) {
+            Ok(s) => self.prof.strings.intern(s),
+            Err(_) => {
+                self.warn.invalid_utf8 += 1;
+                let s = String::from_utf8_lossy(b);
+                self.prof.strings.intern(&s)
+            }
+        }
+    }
+
+    fn string(&mut self, r: &mut Reader<'_>) -> Result<StrId, DecodeError> {
+        let (b, _) = r.bytes()?;
+        Ok(self.intern_bytes(b))
+    }
+
+    fn plane(&mut self, mut r: Reader<'_>) -> Result<(), DecodeError> {
+        let mut plane = Plane::default();
+        let mut lines = Vec::new();
+        let mut event_md = Vec::new();
+        let mut stat_md = Vec::new();
+        let mut stats = Vec::new();
+        // Pass 1: find where everything is; lines are decoded last, once names are known.
+        while let Some((num, wire)) = r.field()? {
+            match (num, wire) {
+                (1, Wire::Varint) => plane.id = r.varint()? as i64,
+                (2, Wire::Len) => plane.name = self.string(&mut r)?,
+                (3, Wire::Len) => lines.push(r.message("XLine")?),
+                (4, Wire::Len) => event_md.push(r.message("XPlane.event_metadata entry")?),
+                (5, Wire::Len) => stat_md.push(r.message("XPlane.stat_metadata entry")?),
+                (6, Wire::Len) => stats.push(r.message("XStat")?),
+                (1, w) => r.expect(num, w, Wire::Varint)?,
+                (2..=6, w) => r.expect(num, w, Wire::Len)?,
+                _ => r.skip(wire)?,
+            }
+        }
+
+        // Stat metadata: id -> interned name.
+        let mut names = Vec::with_capacity(stat_md.len());
+        for mut entry in stat_md {
+            let mut key = None;
+            let mut name = StrId::EMPTY;
+            let mut value_id = None;
+            while let Some((num, wire)) = entry.field()? {
+                match (num, wire) {
+                    (1, Wire::Varint) => key = Some(entry.varint()? as i64),
+                    (2, Wire::Len) => {
+                        let mut m = entry.message("XStatMetadata")?;
+                        while let Some((n, w)) = m.field()? {
+                            match (n, w) {
+                                (1, Wire::Varint) => value_id = Some(m.varint()? as i64),
+                                (2, Wire::Len) => name = self.string(&mut m)?,
+                                _ => m.skip(w)?,
+                            }
+                        }
+                    }
+                    _ => entry.skip(wire)?,
+                }
+            }
+            if let Some(id) = key.or(value_id) {
+                names.push((id, name.0));
+            }
+        }
+        let mut ctx = PlaneCtx {
+            stat_names: IdMap::build(&names),
+            meta_index: IdMap::Dense(Vec::new()),
+        };
+
+        // Event metadata, in file order.
+        let mut index = Vec::with_capacity(event_md.len());
+        for mut entry in event_md {
+            let mut key = None;
+            let mut md = EventMetadata::default();
+            let mut value_id = None;
+            while let Some((num, wire)) = entry.field()? {
+                match (num, wire) {
+                    (1, Wire::Varint) => key = Some(entry.varint()? as i64),
+                    (2, Wire::Len) => {
+                        let mut m = entry.message("XEventMetadata")?;
+                        while let Some((n, w)) = m.field()? {
+                            match (n, w) {
+                                (1, Wire::Varint) => value_id = Some(m.varint()? as i64),
+                                (2, Wire::Len) => md.name = self.string(&mut m)?,
+                                (3, Wire::Len) => {
+                                    let (b, _) = m.bytes()?;
+                                    if !b.is_empty() {
+                                        md.metadata = Some(self.prof.add_blob(b));
+                                    }
+                                }
+                                (4, Wire::Len) => md.display_name = self.string(&mut m)?,
+                                (5, Wire::Len) => {
+                                    let st = m.message("XStat")?;
+                                    let (k, v) = self.stat(st, &ctx)?;
+                                    encode_stat(&mut md.stats, k, v);
+                                }
+                                (6, Wire::Varint) => md.child_ids.push(m.varint()? as i64),
+                                (6, Wire::Len) => {
+                                    let mut packed = m.message("XEventMetadata.child_id")?;
+                                    while !packed.at_end() {
+                                        md.child_ids.push(packed.varint()? as i64);
+                                    }
+                                }
+                                _ => m.skip(w)?,
+                            }
+                        }
+                    }
+                    _ => entry.skip(wire)?,
+                }
+            }
+            md.id = key.or(value_id).unwrap_or(0);
+            index.push((md.id, plane.event_metadata.len() as u32));
+            plane.event_metadata.push(md);
+        }
+        ctx.meta_index = IdMap::build(&index);
+
+        for st in stats {
+            let (k, v) = self.stat(st, &ctx)?;
+            encode_stat(&mut plane.stats, k, v);
+        }
+
+        plane.lines.reserve_exact(lines.len());
+        for lr in lines {
+            let line = self.line(lr, &mut plane, &mut ctx)?;
+            plane.lines.push(line);
+        }
+        self.prof.planes.push(plane);
+        Ok(())
+    }
+
+    fn stat_name(&mut self, id: i64, ctx: &PlaneCtx) -> StrId {
+        match ctx.stat_names.get(id) {
+            Some(s) => StrId(s),
+            None => {
+                self.warn.unknown_stat_ids += 1;
+                self.prof.strings.intern(&format!("<stat {id}>"))
+            }
+        }
+    }
+
+    #[inline]
+    fn stat(
+        &mut self,
+        mut r: Reader<'_>,
+        ctx: &PlaneCtx,
+    ) -> Result<(StrId, StatValue), DecodeError> {
+        let mut key = 0i64;
+        let mut value = StatValue::None;
+        while let Some((num, wire)) = r.field()? {
+            match (num, wire) {
+                (1, Wire::Varint) => key = r.varint()? as i64,
+                (2, Wire::Fixed64) => value = StatValue::F64(f64::from_bits(r.fixed64()?)),
+                (3, Wire::Varint) => value = StatValue::U64(r.varint()?),
+                (4, Wire::Varint) => value = StatValue::I64(r.varint()? as i64),
+                (5, Wire::Len) => value = StatValue::Str(self.string(&mut r)?),
+                (6, Wire::Len) => {
+                    let (b, _) = r.bytes()?;
+                    value = StatValue::Bytes(self.prof.add_blob(b));
+                }
+                (7, Wire::Varint) => {
+                    let id = r.varint()? as i64;
+                    value = StatValue::Ref(self.stat_name(id, ctx));
+                }
+                (1..=7, w) => {
+                    return Err(r.err(r.offset(), format!("XStat field {num} has wire type {w:?}")))
+                }
+                _ => r.skip(wire)?,
+            }
+        }
+        Ok((self.stat_name(key, ctx), value))
+    }
+
+    fn line(
+        &mut self,
+        r: Reader<'_>,
+        plane: &mut Plane,
+        ctx: &mut PlaneCtx,
+    ) -> Result<Line, DecodeError> {
+        let mut line = Line::default();
+        let mut n_events = 0usize;
+        let line_start = r.offset();
+        // Pass 1: line fields and the number of events (for exact column sizes).
+        let mut p = r.clone();
+        while let Some((num, wire)) = p.field()? {
+            match (num, wire) {
+                (1, Wire::Varint) => line.id = p.varint()? as i64,
+                (2, Wire::Len) => line.name = self.string(&mut p)?,
+                (3, Wire::Varint) => line.timestamp_ns = p.varint()? as i64,
+                (4, Wire::Len) => {
+                    p.bytes()?;
+                    n_events += 1;
+                }
+                (9, Wire::Varint) => line.duration_ps = p.varint()? as i64,
+                (10, Wire::Varint) => line.display_id = p.varint()? as i64,
+                (11, Wire::Len) => line.display_name = self.string(&mut p)?,
+                (1 | 3 | 9 | 10, w) => p.expect(num, w, Wire::Varint)?,
+                (2 | 4 | 11, w) => p.expect(num, w, Wire::Len)?,
+                _ => p.skip(wire)?,
+            }
+        }
+        let line_end = p.offset();
+        // Pass 2: events.
+        let mut b = EventsBuilder::with_capacity(n_events, (line_end - line_start) / 2);
+        let mut r = r;
+        while let Some((num, wire)) = r.field()? {
+            if num != 4 {
+                r.skip(wire)?;
+                continue;
+            }
+            let mut e = r.message("XEvent")?;
+            let mut md_id = 0i64;
+            let mut offset = 0i64;
+            let mut dur = 0i64;
+            let mut occurrences = None;
+            self.scratch.clear();
+            while let Some((num, wire)) = e.field()? {
+                match (num, wire) {
+                    (1, Wire::Varint) => md_id = e.varint()? as i64,
+                    (2, Wire::Varint) => offset = e.varint()? as i64,
+                    (3, Wire::Varint) => dur = e.varint()? as i64,
+                    (4, Wire::Len) => {
+                        let st = e.message("XStat")?;
+                        let (k, v) = self.stat(st, ctx)?;
+                        encode_stat(&mut self.scratch, k, v);
+                    }
+                    (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
+                    (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,
+                    (4, w) => e.expect(num, w, Wire::Len)?,
+                    _ => e.skip(wire)?,
+                }
+            }
+            let meta = match ctx.meta_index.get(md_id) {
+                Some(m) => m,
+                None => self.placeholder_metadata(md_id, plane, ctx),
+            };
+            b.push(offset, dur, meta);
+            if !self.scratch.is_empty() {
+                b.stats_encoded(&self.scratch);
+            }
+            if let Some(n) = occurrences {
+                b.set_occurrences(n);
+            }
+        }
+        line.events = b.finish();
+        (self.consumed)(line_end);
+        Ok(line)
+    }
+
+    fn placeholder_metadata(&mut self, id: i64, plane: &mut Plane, ctx: &mut PlaneCtx) -> u32 {
+        self.warn.unknown_event_metadata += 1;
+        let idx = plane.event_metadata.len() as u32;
+        plane.event_metadata.push(EventMetadata {
+            id,
+            name: self.prof.strings.intern(&format!("<metadata {id}>")),
+            ..Default::default()
+        });
+        let pairs: Vec<(i64, u32)> = plane
+            .event_metadata
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id, i as u32))
+            .collect();
+        ctx.meta_index = IdMap::build(&pairs);
+        idx
+    }
+}

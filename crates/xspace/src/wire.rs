@@ -1,0 +1,210 @@
+//! A minimal zero-copy protobuf wire-format reader that tracks absolute byte offsets for errors.
+
+use crate::DecodeError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    Varint,
+    Fixed64,
+    Len,
+    Fixed32,
+}
+
+/// Reads fields from one message body. `base` is the offset of `buf[0]` within the whole file.
+#[derive(Clone)]
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8], base: usize, what: &'static str) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            base,
+            what,
+        }
+    }
+
+    /// Absolute offset of the next unread byte.
+    #[inline]
+    pub(crate) fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    #[inline]
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    pub(crate) fn err(&self, at: usize, msg: impl Into<String>) -> DecodeError {
+        DecodeError {
+            offset: at as u64,
+            message: msg.into(),
+            context: self.what,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
+        let buf = self.buf;
+        let mut pos = self.pos;
+        // Fast path: one byte.
+        if let Some(&b) = buf.get(pos) {
+            if b < 0x80 {
+                self.pos = pos + 1;
+                return Ok(b as u64);
+            }
+        }
+        let start = pos;
+        let mut v = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = buf.get(pos) else {
+                return Err(self.err(self.base + start, "truncated varint"));
+            };
+            pos += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                self.pos = pos;
+                return Ok(v);
+            }
+            shift += 7;
+            if shift >= 70 {
+                return Err(self.err(self.base + start, "varint longer than 10 bytes"));
+            }
+        }
+    }
+
+    /// Next field header, or `None` at the end of the message.
+    #[inline]
+    pub(crate) fn field(&mut self) -> Result<Option<(u32, Wire)>, DecodeError> {
+        if self.at_end() {
+            return Ok(None);
+        }
+        let at = self.offset();
+        let tag = self.varint()?;
+        let num = tag >> 3;
+        let wire = match tag & 7 {
+            0 => Wire::Varint,
+            1 => Wire::Fixed64,
+            2 => Wire::Len,
+            5 => Wire::Fixed32,
+            w => {
+                return Err(self.err(
+                    at,
+                    format!("unsupported wire type {w} for field {num} (not a valid message)"),
+                ))
+            }
+        };
+        if num == 0 || num > u32::MAX as u64 >> 3 {
+            return Err(self.err(at, format!("invalid field number {num}")));
+        }
+        Ok(Some((num as u32, wire)))
+    }
+
+    #[inline]
+    pub(crate) fn fixed64(&mut self) -> Result<u64, DecodeError> {
+        let Some(b) = self.buf.get(self.pos..self.pos + 8) else {
+            return Err(self.err(self.offset(), "truncated fixed64"));
+        };
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        self.pos += 8;
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// A length-delimited payload, with its absolute start offset.
+    #[inline]
+    pub(crate) fn bytes(&mut self) -> Result<(&'a [u8], usize), DecodeError> {
+        let at = self.offset();
+        let len = self.varint()?;
+        let start = self.pos;
+        let end = (start as u64).checked_add(len);
+        match end {
+            Some(end) if end <= self.buf.len() as u64 => {
+                self.pos = end as usize;
+                Ok((&self.buf[start..end as usize], self.base + start))
+            }
+            _ => Err(self.err(
+                at,
+                format!(
+                    "length {len} runs past the end of the enclosing {} ({} bytes left)",
+                    self.what,
+                    self.buf.len() - start
+                ),
+            )),
+        }
+    }
+
+    /// A sub-message reader over a length-delimited field.
+    #[inline]
+    pub(crate) fn message(&mut self, what: &'static str) -> Result<Reader<'a>, DecodeError> {
+        let (b, at) = self.bytes()?;
+        Ok(Reader::new(b, at, what))
+    }
+
+    pub(crate) fn skip(&mut self, wire: Wire) -> Result<(), DecodeError> {
+        match wire {
+            Wire::Varint => {
+                self.varint()?;
+            }
+            Wire::Fixed64 => {
+                self.fixed64()?;
+            }
+            Wire::Fixed32 => {
+                if self.pos + 4 > self.buf.len() {
+                    return Err(self.err(self.offset(), "truncated fixed32"));
+                }
+                self.pos += 4;
+            }
+            Wire::Len => {
+                self.bytes()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that a field has the expected wire type.
+    #[inline]
+    pub(crate) fn expect(&self, num: u32, got: Wire, want: Wire) -> Result<(), DecodeError> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(self.err(
+                self.offset(),
+                format!("field {num} has wire type {got:?}, expected {want:?}"),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_lengths() {
+        let buf = [0x96, 0x01, 0x0a, 0x02, b'h', b'i'];
+        let mut r = Reader::new(&buf, 100, "test");
+        assert_eq!(r.varint().unwrap(), 150);
+        assert_eq!(r.field().unwrap(), Some((1, Wire::Len)));
+        let (b, at) = r.bytes().unwrap();
+        assert_eq!(b, b"hi");
+        assert_eq!(at, 104);
+        assert!(r.at_end());
+    }
+
+    #[test]
+    fn truncated_length_reports_offset() {
+        let buf = [0x0a, 0x05, b'h'];
+        let mut r = Reader::new(&buf, 10, "XSpace");
+        r.field().unwrap();
+        let e = r.bytes().unwrap_err();
+        assert_eq!(e.offset, 11);
+        assert!(e.message.contains("past the end"), "{e}");
+    }
+}
