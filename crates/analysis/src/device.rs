@@ -129,7 +129,9 @@ pub fn device_info(p: &Profile) -> DeviceInfo {
 }
 
 fn gpu_model(p: &Profile, plane: &Plane) -> String {
-    if let Some(name) = stat_str(p, plane, "device_name").or_else(|| stat_str(p, plane, "device_type_string")) {
+    if let Some(name) =
+        stat_str(p, plane, "device_name").or_else(|| stat_str(p, plane, "device_type_string"))
+    {
         return name;
     }
     let major = stat_f64(p, plane, "compute_cap_major");

@@ -6,9 +6,11 @@
 //! * [`steps`] — step detection.
 //! * [`ops`] — which events are ops, and their time per op.
 //! * [`report`] — the per-session, per-host summary behind `xlens report`.
+//! * [`tools`] — the registry the server and `xlens tool` dispatch through.
 
 pub mod device;
 pub mod load;
 pub mod ops;
 pub mod report;
 pub mod steps;
+pub mod tools;

@@ -35,6 +35,8 @@ impl OpSource {
 #[derive(Debug, Clone, Serialize)]
 pub struct OpTime {
     pub name: String,
+    /// The producer's long name when it differs (e.g. the full HLO expression on TPU).
+    pub long_name: Option<String>,
     /// HLO module (program) the op belongs to, when known.
     pub module: Option<String>,
     pub occurrences: u64,
@@ -99,6 +101,16 @@ pub fn op_lines(p: &Profile) -> (Option<OpSource>, Vec<(&Plane, &Line)>) {
     (None, Vec::new())
 }
 
+/// The short name of an op: TPU ops carry the whole HLO expression (`%x = f32[..] op(..)`) as name
+/// and the instruction name as display name; other producers' names are kept as they are.
+pub fn op_name(p: &Profile, md: &xlens_model::EventMetadata) -> StrId {
+    if md.display_name != StrId::EMPTY && p.str(md.name).contains(" = ") {
+        md.display_name
+    } else {
+        md.name
+    }
+}
+
 /// A TensorFlow op event: `scope/name:Type` with a capitalised type and no spaces.
 fn is_tf_op(p: &Profile, plane: &Plane, line: &Line, i: usize) -> bool {
     let Some(md) = plane.metadata_of(line, i) else {
@@ -112,6 +124,7 @@ fn is_tf_op(p: &Profile, plane: &Plane, line: &Line, i: usize) -> bool {
                 && ty.starts_with(|c: char| c.is_ascii_uppercase())
                 && ty.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !name.contains(' ')
+                && !name.contains("::")
         }
         None => false,
     }
@@ -144,7 +157,8 @@ pub fn op_times(p: &Profile) -> OpTimes {
                 .and_then(|v| v.as_str_id())
                 .unwrap_or_default();
             let e = agg.entry((md.name, module)).or_insert_with(|| OpTime {
-                name: p.str(md.name).to_string(),
+                name: p.str(op_name(p, md)).to_string(),
+                long_name: (op_name(p, md) != md.name).then(|| p.str(md.name).to_string()),
                 module: (module != StrId::EMPTY).then(|| p.str(module).to_string()),
                 occurrences: 0,
                 total_time_ps: 0,

@@ -32,16 +32,32 @@ fn check_against_expected(p: &Profile, exp: &Value, label: &str) {
     for (pl, ep) in p.planes.iter().zip(planes) {
         let name = p.str(pl.name);
         assert_eq!(name, ep["name"].as_str().unwrap(), "{label}: plane name");
-        assert_eq!(pl.event_count() as u64, ep["n_events"].as_u64().unwrap(), "{label} {name}: events");
-        assert_eq!(pl.lines.len() as u64, ep["n_lines"].as_u64().unwrap(), "{label} {name}: lines");
+        assert_eq!(
+            pl.event_count() as u64,
+            ep["n_events"].as_u64().unwrap(),
+            "{label} {name}: events"
+        );
+        assert_eq!(
+            pl.lines.len() as u64,
+            ep["n_lines"].as_u64().unwrap(),
+            "{label} {name}: lines"
+        );
         assert_eq!(
             pl.event_metadata.len() as u64,
             ep["n_event_metadata"].as_u64().unwrap(),
             "{label} {name}: event metadata"
         );
         for (l, el) in pl.lines.iter().zip(ep["lines"].as_array().unwrap()) {
-            assert_eq!(p.str(l.name), el["name"].as_str().unwrap(), "{label} {name}: line name");
-            assert_eq!(l.events.len() as u64, el["events"].as_u64().unwrap(), "{label} {name}: line events");
+            assert_eq!(
+                p.str(l.name),
+                el["name"].as_str().unwrap(),
+                "{label} {name}: line name"
+            );
+            assert_eq!(
+                l.events.len() as u64,
+                el["events"].as_u64().unwrap(),
+                "{label} {name}: line events"
+            );
         }
         // Stats: how often each stat name occurs on this plane's events.
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -69,16 +85,28 @@ fn check_against_expected(p: &Profile, exp: &Value, label: &str) {
         }
         for pair in ep["top_event_names"].as_array().unwrap() {
             let (n, c) = (pair[0].as_str().unwrap(), pair[1].as_u64().unwrap());
-            assert_eq!(names.get(n).copied(), Some(c), "{label} {name}: count of `{n}`");
+            assert_eq!(
+                names.get(n).copied(),
+                Some(c),
+                "{label} {name}: count of `{n}`"
+            );
         }
     }
     let strs = |v: &Value| -> Vec<String> {
-        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(p.hostnames, strs(&exp["hostnames"]), "{label}: hostnames");
     assert_eq!(p.errors, strs(&exp["errors"]), "{label}: errors");
     assert_eq!(p.warnings, strs(&exp["warnings"]), "{label}: warnings");
-    assert!(p.import_warnings.is_empty(), "{label}: {:?}", p.import_warnings);
+    assert!(
+        p.import_warnings.is_empty(),
+        "{label}: {:?}",
+        p.import_warnings
+    );
 }
 
 fn check_invariants(p: &Profile, label: &str) {
@@ -105,7 +133,8 @@ fn committed_fixtures_match_the_independent_decoder() {
         let h = &s.hosts[0];
         let p = load_host(h).unwrap_or_else(|e| panic!("{e}"));
         let exp: Value = serde_json::from_str(
-            &std::fs::read_to_string(root().join(format!("fixtures/expected/{}.json", s.name))).unwrap(),
+            &std::fs::read_to_string(root().join(format!("fixtures/expected/{}.json", s.name)))
+                .unwrap(),
         )
         .unwrap();
         check_against_expected(&p, &exp, &s.name);
@@ -124,7 +153,11 @@ fn times_are_absolute_picoseconds() {
     let end_ns = (p.origin_ps + e as i128) / 1000;
     assert!(start_ns >= 1795960640061363343, "{start_ns}");
     assert!(end_ns <= 1795960640239793733, "{end_ns}");
-    assert!(end_ns - start_ns > 100_000_000, "span is {} ns", end_ns - start_ns);
+    assert!(
+        end_ns - start_ns > 100_000_000,
+        "span is {} ns",
+        end_ns - start_ns
+    );
 }
 
 #[test]

@@ -1,1 +1,221 @@
-fn main() {}
+//! `xlens`: serve, report on, and benchmark ML profiles (XSpace `.xplane.pb` log directories).
+
+mod bench;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use xlens_analysis::tools;
+use xlens_store::Session;
+
+/// A small real JAX (CPU) training profile, served by `xlens serve` when no log dir is given.
+const DEMO: &[u8] =
+    include_bytes!("../../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb");
+
+#[derive(Parser)]
+#[command(
+    name = "xlens",
+    version,
+    about = "A fast ML performance profiler for XProf/TensorBoard profiles (.xplane.pb)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the web UI and JSON API over a log directory (the bundled demo profile without one).
+    Serve {
+        /// A log directory, one session directory, or one .xplane.pb file.
+        logdir: Option<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8791")]
+        bind: SocketAddr,
+    },
+    /// Summarise every session and host below PATH: device, span, events, steps, top ops, errors.
+    Report {
+        path: PathBuf,
+        /// Print stable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool (what the server serves) and print its output.
+    Tool {
+        /// Tool name (`xlens tools` lists them).
+        name: String,
+        path: PathBuf,
+        /// Only this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// Only this session (default: every session found below PATH).
+        #[arg(long)]
+        run: Option<String>,
+        /// Shorthand for --format json.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+    },
+    /// List the tools.
+    Tools {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure decode speed, memory and tool time on a profile (see README: Benchmarks).
+    Bench {
+        /// An .xplane.pb file.
+        file: PathBuf,
+        /// Repetitions (the fastest is reported; peak RSS covers all).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Also time this tool on the decoded model.
+        #[arg(long, default_value = "report")]
+        tool: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Serve { logdir, bind } => serve(logdir, bind),
+        Cmd::Report { path, json } => tool(
+            "report",
+            &path,
+            None,
+            None,
+            if json { Format::Json } else { Format::Text },
+        ),
+        Cmd::Tool {
+            name,
+            path,
+            host,
+            run,
+            json,
+            format,
+        } => {
+            let f = format.unwrap_or(if json { Format::Json } else { Format::Text });
+            tool(&name, &path, host.as_deref(), run.as_deref(), f)
+        }
+        Cmd::Tools { json } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(tools::TOOLS).unwrap_or_default()
+                );
+            } else {
+                for t in tools::TOOLS {
+                    println!("{:<20} {}", t.name, t.description);
+                }
+            }
+            Ok(())
+        }
+        Cmd::Bench {
+            file,
+            reps,
+            tool,
+            json,
+        } => bench::run(&file, reps, &tool, json),
+    };
+    if let Err(e) = res {
+        eprintln!("xlens: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn discover(path: &Path) -> Result<Vec<Session>> {
+    Ok(xlens_store::discover(path)?)
+}
+
+fn tool(name: &str, path: &Path, host: Option<&str>, run: Option<&str>, f: Format) -> Result<()> {
+    let mut sessions = discover(path)?;
+    if let Some(r) = run {
+        let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
+        sessions.retain(|s| s.name == r);
+        if sessions.is_empty() {
+            bail!(
+                "no run `{r}` below {}; runs: {}",
+                path.display(),
+                names.join(", ")
+            );
+        }
+    }
+    let sessions = tools::select_host(&sessions, host)?;
+    let mut load = |h: &xlens_store::HostFile| {
+        xlens_analysis::load::load_host(h)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    };
+    let out = tools::run_tool(name, &sessions, &mut load)?;
+    match f {
+        Format::Text => print!("{}", out.text),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&out.json).context("serialising JSON")?
+        ),
+        Format::Csv => match out.csv {
+            Some(c) => print!("{c}"),
+            None => bail!("tool `{name}` has no CSV output; use --json"),
+        },
+    }
+    Ok(())
+}
+
+fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {
+    let (logdir, label) = match logdir {
+        Some(d) => {
+            // Fail early with the store's explanation when nothing is there.
+            discover(&d).with_context(|| format!("cannot serve {}", d.display()))?;
+            let label = d.display().to_string();
+            (d, label)
+        }
+        None => {
+            let dir = std::env::temp_dir().join(format!("xlens-demo-{}", std::process::id()));
+            let session = dir.join("plugins/profile/demo_jax_mlp_small");
+            std::fs::create_dir_all(&session)
+                .with_context(|| format!("creating {}", session.display()))?;
+            std::fs::write(session.join("vm.xplane.pb"), DEMO)
+                .with_context(|| format!("writing the demo profile into {}", session.display()))?;
+            (
+                dir,
+                "bundled demo: a real JAX CPU training profile (MLP, 10 steps)".to_string(),
+            )
+        }
+    };
+    let state = Arc::new(xlens_server::AppState {
+        logdir,
+        label,
+        cache: Default::default(),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .with_context(|| format!("cannot listen on {bind}"))?;
+        eprintln!(
+            "xlens: serving {} on http://{bind}/",
+            state.logdir.display()
+        );
+        axum_serve(listener, state).await
+    })
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, state: xlens_server::Shared) -> Result<()> {
+    xlens_server::serve_on(listener, state)
+        .await
+        .context("server stopped")
+}

@@ -182,6 +182,20 @@ impl EventsBuilder {
         self.ev.stat_off.push(self.ev.stats.len() as u32);
     }
 
+    /// Sets the time and metadata of the last pushed event (for importers that learn them late).
+    #[inline]
+    pub fn set_last(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
+        if let (Some(s), Some(d), Some(m)) = (
+            self.ev.start.last_mut(),
+            self.ev.dur.last_mut(),
+            self.ev.meta.last_mut(),
+        ) {
+            *s = start_ps;
+            *d = dur_ps;
+            *m = meta;
+        }
+    }
+
     /// Marks the last pushed event as standing for `n` occurrences.
     pub fn set_occurrences(&mut self, n: i64) {
         if let Some(last) = self.ev.start.len().checked_sub(1) {

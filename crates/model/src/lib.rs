@@ -140,7 +140,14 @@ impl Profile {
             return;
         }
         for line in self.planes.iter_mut().flat_map(|p| p.lines.iter_mut()) {
-            line.events.shift(-min);
+            match min.checked_neg() {
+                Some(delta) => line.events.shift(delta),
+                // `-i64::MIN` does not fit: shift by the same amount in two steps.
+                None => {
+                    line.events.shift(i64::MAX);
+                    line.events.shift(1);
+                }
+            }
         }
         self.origin_ps += min as i128;
     }

@@ -83,15 +83,6 @@ pub struct Stat {
 }
 
 #[inline]
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-#[inline]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0;
@@ -109,14 +100,29 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     }
 }
 
+#[inline(always)]
+fn write_varint(buf: &mut [u8; 24], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    n + 1
+}
+
 /// Appends stats in the model's encoding. Used by importers.
+#[inline]
 pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
+    // Encoded into a small stack buffer first, then appended in one copy.
+    let mut buf = [0u8; 24];
     let (kind, payload): (u64, u64) = match value {
         StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
         StatValue::U64(v) => (K_U64, v),
         StatValue::F64(v) => {
-            put_varint(out, ((key.0 as u64) << 3) | K_F64);
-            out.extend_from_slice(&v.to_le_bytes());
+            let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | K_F64);
+            buf[n..n + 8].copy_from_slice(&v.to_le_bytes());
+            out.extend_from_slice(&buf[..n + 8]);
             return;
         }
         StatValue::Str(s) => (K_STR, s.0 as u64),
@@ -124,8 +130,9 @@ pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
         StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
         StatValue::None => (K_NONE, 0),
     };
-    put_varint(out, ((key.0 as u64) << 3) | kind);
-    put_varint(out, payload);
+    let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | kind);
+    let n = write_varint(&mut buf, n, payload);
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// Iterator over encoded stats.

@@ -10,7 +10,7 @@ mod wire;
 
 use hashbrown::HashMap;
 use std::fmt;
-use wire::{Reader, Wire};
+use wire::{Reader, Res, Wire};
 use xlens_model::{
     encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
 };
@@ -44,21 +44,21 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
 
 /// Decodes a whole XSpace, telling `consumed(n)` whenever the bytes before offset `n` will not be
 /// read again (so a memory-mapped caller can release those pages as it goes).
-pub fn decode_with(
-    bytes: &[u8],
-    consumed: &mut dyn FnMut(usize),
-) -> Result<Profile, DecodeError> {
+pub fn decode_with(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Result<Profile, DecodeError> {
+    decode_inner(bytes, consumed).map_err(|e| *e)
+}
+
+fn decode_inner(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Res<Profile> {
     if bytes.is_empty() {
-        return Err(DecodeError {
+        return Err(Box::new(DecodeError {
             offset: 0,
             message: "the file is empty".into(),
             context: "XSpace",
-        });
+        }));
     }
     let mut d = Decoder {
         prof: Profile::default(),
         warn: Warnings::default(),
-        scratch: Vec::with_capacity(256),
         consumed,
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
@@ -83,14 +83,14 @@ pub fn decode_with(
         }
     }
     if d.prof.planes.is_empty() {
-        return Err(DecodeError {
+        return Err(Box::new(DecodeError {
             offset: 0,
             message: format!(
                 "no XPlane in {} bytes; expected a tensorflow.profiler.XSpace (an .xplane.pb file)",
                 bytes.len()
             ),
             context: "XSpace",
-        });
+        }));
     }
     let mut prof = d.prof;
     place_lines_on_one_axis(&mut prof, &mut d.warn);
@@ -117,7 +117,7 @@ impl Warnings {
         }
         if self.unknown_event_metadata > 0 {
             out.push(format!(
-                "{} events referred to an event metadata id the plane does not define; they are kept under the name `<metadata ID>`",
+                "{} event metadata ids were used by events but not defined by their plane; those events are kept under the name `<metadata ID>`",
                 self.unknown_event_metadata
             ));
         }
@@ -217,6 +217,36 @@ impl IdMap {
             IdMap::Sparse(m) => m.get(&id).copied(),
         }
     }
+
+    /// Adds an id that is not in the map yet; `entries` is the number of ids it will then hold
+    /// (a dense map stays within the size bound of [`IdMap::build`]).
+    fn insert(&mut self, id: i64, x: u32, entries: usize) {
+        if let IdMap::Dense(v) = self {
+            match usize::try_from(id) {
+                Ok(i) if i < v.len() => {
+                    v[i] = x;
+                    return;
+                }
+                Ok(i) if (i as u64) < entries as u64 * 4 + 4096 => {
+                    v.resize(i + 1, Self::NONE);
+                    v[i] = x;
+                    return;
+                }
+                _ => {
+                    let m = v
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, &x)| x != Self::NONE)
+                        .map(|(i, &x)| (i as i64, x))
+                        .collect();
+                    *self = IdMap::Sparse(m);
+                }
+            }
+        }
+        if let IdMap::Sparse(m) = self {
+            m.insert(id, x);
+        }
+    }
 }
 
 struct PlaneCtx {
@@ -227,7 +257,6 @@ struct PlaneCtx {
 struct Decoder<'c> {
     prof: Profile,
     warn: Warnings,
-    scratch: Vec<u8>,
     consumed: &'c mut dyn FnMut(usize),
 }
 
@@ -243,12 +272,12 @@ impl Decoder<'_> {
         }
     }
 
-    fn string(&mut self, r: &mut Reader<'_>) -> Result<StrId, DecodeError> {
+    fn string(&mut self, r: &mut Reader<'_>) -> Res<StrId> {
         let (b, _) = r.bytes()?;
         Ok(self.intern_bytes(b))
     }
 
-    fn plane(&mut self, mut r: Reader<'_>) -> Result<(), DecodeError> {
+    fn plane(&mut self, mut r: Reader<'_>) -> Res<()> {
         let mut plane = Plane::default();
         let mut lines = Vec::new();
         let mut event_md = Vec::new();
@@ -361,6 +390,7 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    #[inline]
     fn stat_name(&mut self, id: i64, ctx: &PlaneCtx) -> StrId {
         match ctx.stat_names.get(id) {
             Some(s) => StrId(s),
@@ -372,11 +402,7 @@ impl Decoder<'_> {
     }
 
     #[inline]
-    fn stat(
-        &mut self,
-        mut r: Reader<'_>,
-        ctx: &PlaneCtx,
-    ) -> Result<(StrId, StatValue), DecodeError> {
+    fn stat(&mut self, mut r: Reader<'_>, ctx: &PlaneCtx) -> Res<(StrId, StatValue)> {
         let mut key = 0i64;
         let mut value = StatValue::None;
         while let Some((num, wire)) = r.field()? {
@@ -403,12 +429,7 @@ impl Decoder<'_> {
         Ok((self.stat_name(key, ctx), value))
     }
 
-    fn line(
-        &mut self,
-        r: Reader<'_>,
-        plane: &mut Plane,
-        ctx: &mut PlaneCtx,
-    ) -> Result<Line, DecodeError> {
+    fn line(&mut self, r: Reader<'_>, plane: &mut Plane, ctx: &mut PlaneCtx) -> Res<Line> {
         let mut line = Line::default();
         let mut n_events = 0usize;
         let line_start = r.offset();
@@ -445,7 +466,8 @@ impl Decoder<'_> {
             let mut offset = 0i64;
             let mut dur = 0i64;
             let mut occurrences = None;
-            self.scratch.clear();
+            // The event is pushed first so its stats can be encoded straight into the columns.
+            b.push(0, 0, 0);
             while let Some((num, wire)) = e.field()? {
                 match (num, wire) {
                     (1, Wire::Varint) => md_id = e.varint()? as i64,
@@ -454,7 +476,7 @@ impl Decoder<'_> {
                     (4, Wire::Len) => {
                         let st = e.message("XStat")?;
                         let (k, v) = self.stat(st, ctx)?;
-                        encode_stat(&mut self.scratch, k, v);
+                        b.stat(k, v);
                     }
                     (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
                     (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,
@@ -466,10 +488,7 @@ impl Decoder<'_> {
                 Some(m) => m,
                 None => self.placeholder_metadata(md_id, plane, ctx),
             };
-            b.push(offset, dur, meta);
-            if !self.scratch.is_empty() {
-                b.stats_encoded(&self.scratch);
-            }
+            b.set_last(offset, dur, meta);
             if let Some(n) = occurrences {
                 b.set_occurrences(n);
             }
@@ -487,13 +506,9 @@ impl Decoder<'_> {
             name: self.prof.strings.intern(&format!("<metadata {id}>")),
             ..Default::default()
         });
-        let pairs: Vec<(i64, u32)> = plane
-            .event_metadata
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.id, i as u32))
-            .collect();
-        ctx.meta_index = IdMap::build(&pairs);
+        // Insert rather than rebuild the index: a plane whose metadata was lost has one unknown id
+        // per event kind, and rebuilding for each made decoding quadratic.
+        ctx.meta_index.insert(id, idx, plane.event_metadata.len());
         idx
     }
 }

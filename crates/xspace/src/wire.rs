@@ -2,6 +2,9 @@
 
 use crate::DecodeError;
 
+/// Internal result: the error is boxed so that the hot path returns small values in registers.
+pub(crate) type Res<T> = Result<T, Box<DecodeError>>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
     Varint,
@@ -40,27 +43,44 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
-    pub(crate) fn err(&self, at: usize, msg: impl Into<String>) -> DecodeError {
-        DecodeError {
+    #[cold]
+    pub(crate) fn err(&self, at: usize, msg: impl Into<String>) -> Box<DecodeError> {
+        Box::new(DecodeError {
             offset: at as u64,
             message: msg.into(),
             context: self.what,
-        }
+        })
     }
 
-    #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
-        let buf = self.buf;
-        let mut pos = self.pos;
-        // Fast path: one byte.
-        if let Some(&b) = buf.get(pos) {
+    #[inline(always)]
+    pub(crate) fn varint(&mut self) -> Res<u64> {
+        if let Some(&b) = self.buf.get(self.pos) {
             if b < 0x80 {
-                self.pos = pos + 1;
+                self.pos += 1;
                 return Ok(b as u64);
             }
         }
-        let start = pos;
+        self.varint_slow()
+    }
+
+    #[inline(never)]
+    fn varint_slow(&mut self) -> Res<u64> {
+        let buf = self.buf;
+        let start = self.pos;
+        if let Some(chunk) = buf.get(start..start + 10) {
+            // At least 10 bytes left: no bounds checks in the loop.
+            let mut v = 0u64;
+            for (i, &b) in chunk.iter().enumerate() {
+                v |= ((b & 0x7f) as u64) << (7 * i);
+                if b < 0x80 {
+                    self.pos = start + i + 1;
+                    return Ok(v);
+                }
+            }
+            return Err(self.err(self.base + start, "varint longer than 10 bytes"));
+        }
         let mut v = 0u64;
+        let mut pos = start;
         let mut shift = 0u32;
         loop {
             let Some(&b) = buf.get(pos) else {
@@ -80,8 +100,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Next field header, or `None` at the end of the message.
-    #[inline]
-    pub(crate) fn field(&mut self) -> Result<Option<(u32, Wire)>, DecodeError> {
+    #[inline(always)]
+    pub(crate) fn field(&mut self) -> Res<Option<(u32, Wire)>> {
         if self.at_end() {
             return Ok(None);
         }
@@ -107,7 +127,7 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    pub(crate) fn fixed64(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn fixed64(&mut self) -> Res<u64> {
         let Some(b) = self.buf.get(self.pos..self.pos + 8) else {
             return Err(self.err(self.offset(), "truncated fixed64"));
         };
@@ -118,8 +138,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-delimited payload, with its absolute start offset.
-    #[inline]
-    pub(crate) fn bytes(&mut self) -> Result<(&'a [u8], usize), DecodeError> {
+    #[inline(always)]
+    pub(crate) fn bytes(&mut self) -> Res<(&'a [u8], usize)> {
         let at = self.offset();
         let len = self.varint()?;
         let start = self.pos;
@@ -141,13 +161,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A sub-message reader over a length-delimited field.
-    #[inline]
-    pub(crate) fn message(&mut self, what: &'static str) -> Result<Reader<'a>, DecodeError> {
+    #[inline(always)]
+    pub(crate) fn message(&mut self, what: &'static str) -> Res<Reader<'a>> {
         let (b, at) = self.bytes()?;
         Ok(Reader::new(b, at, what))
     }
 
-    pub(crate) fn skip(&mut self, wire: Wire) -> Result<(), DecodeError> {
+    pub(crate) fn skip(&mut self, wire: Wire) -> Res<()> {
         match wire {
             Wire::Varint => {
                 self.varint()?;
@@ -170,7 +190,7 @@ impl<'a> Reader<'a> {
 
     /// Checks that a field has the expected wire type.
     #[inline]
-    pub(crate) fn expect(&self, num: u32, got: Wire, want: Wire) -> Result<(), DecodeError> {
+    pub(crate) fn expect(&self, num: u32, got: Wire, want: Wire) -> Res<()> {
         if got == want {
             Ok(())
         } else {

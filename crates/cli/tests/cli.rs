@@ -1,0 +1,152 @@
+//! The `xlens` binary on real fixtures and on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn xlens(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xlens-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn report_json_has_the_documented_fields() {
+    let (code, out, err) = xlens(&["report", fixtures().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 6);
+    let host = |run: &str| sessions.iter().find(|s| s["name"] == run).unwrap()["hosts"][0].clone();
+    // Steps come from the programs' own annotations: 10 in the JAX MLP run, 8 in the transformer
+    // run, 20 in each Keras run (see shared/samples READMEs); one device Steps event on the GPU run.
+    for (run, n) in [
+        ("jax_mlp_small", 10),
+        ("jax_tfm_small", 8),
+        ("tf_keras_cnn_small", 20),
+        ("tf_keras_mlp_xla_small", 20),
+        ("gpu_multi_worker", 1),
+    ] {
+        let h = host(run);
+        assert_eq!(h["steps"]["count"], n, "{run}");
+        let mean = h["steps"]["mean_ps"].as_i64().unwrap();
+        assert!(
+            mean >= h["steps"]["min_ps"].as_i64().unwrap() && mean > 0,
+            "{run}"
+        );
+    }
+    // Top ops: XLA ops on host threads for JAX CPU, device XLA ops for TPU, kernels for GPU.
+    let h = host("jax_mlp_small");
+    assert_eq!(h["top_ops_source"], "host_xla_ops");
+    let ops = h["top_ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 20);
+    assert!(ops
+        .iter()
+        .any(|o| o["name"].as_str().unwrap().starts_with("dot")));
+    for w in ops.windows(2) {
+        assert!(w[0]["self_time_ps"].as_i64() >= w[1]["self_time_ps"].as_i64());
+    }
+    assert!(ops.iter().all(|o| o["occurrences"].as_u64().unwrap() > 0));
+    let h = host("tpu_inference");
+    assert_eq!(h["device"]["kind"], "TPU");
+    assert_eq!(h["device"]["model"], "TPU v6 Lite");
+    assert_eq!(h["device"]["count"], 4);
+    assert_eq!(h["top_ops_source"], "device_xla_ops");
+    assert!(h["top_ops"][0]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("copy-done"));
+    let h = host("gpu_multi_worker");
+    assert_eq!(h["device"]["kind"], "GPU");
+    assert_eq!(h["top_ops_source"], "gpu_streams");
+    assert_eq!(h["hostnames"][0], "34.83.195.179:6003");
+}
+
+#[test]
+fn tool_command_filters_hosts_and_prints_csv() {
+    let dir = fixtures().join("plugins/profile/jax_mlp_small");
+    let (code, out, _) = xlens(&[
+        "tool",
+        "report",
+        dir.to_str().unwrap(),
+        "--host",
+        "vm",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0);
+    let mut lines = out.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("session,host,rank,op_name"));
+    assert_eq!(lines.count(), 20);
+    let (code, _, err) = xlens(&["tool", "report", dir.to_str().unwrap(), "--host", "nope"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no host `nope`") && err.contains("vm"),
+        "{err}"
+    );
+    let (code, _, err) = xlens(&["tool", "nope", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown tool"), "{err}");
+}
+
+#[test]
+fn bad_paths_and_files_get_clear_errors() {
+    let (code, _, err) = xlens(&["report", "/nonexistent/xlens"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("/nonexistent/xlens") && err.contains("does not exist"),
+        "{err}"
+    );
+
+    let empty = tmp("empty");
+    std::fs::write(empty.join("notes.txt"), "hello").unwrap();
+    let (code, _, err) = xlens(&["report", empty.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no profiles found")
+            && err.contains("plugins/profile")
+            && err.contains("notes.txt"),
+        "{err}"
+    );
+
+    // A riegeli file is recognised and rejected plainly; a corrupt file names itself and the offset.
+    let d = tmp("bad");
+    std::fs::write(d.join("h.xplane.riegeli"), b"riegeli").unwrap();
+    let (code, out, _) = xlens(&["report", d.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let e = v["sessions"][0]["hosts"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("not supported yet") && e.contains("h.xplane.riegeli"),
+        "{e}"
+    );
+
+    std::fs::write(d.join("h.xplane.riegeli"), b"").unwrap();
+    std::fs::remove_file(d.join("h.xplane.riegeli")).unwrap();
+    std::fs::write(d.join("g.xplane.pb"), br#"{"traceEvents": []}"#).unwrap();
+    let (code, out, _) = xlens(&["report", d.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("ERROR") && out.contains("g.xplane.pb") && out.contains("at byte"),
+        "{out}"
+    );
+}

@@ -1,0 +1,280 @@
+//! Server-rendered HTML: the page shell (run / tool / host selectors) and each tool's view.
+
+use serde_json::Value;
+use std::fmt::Write;
+use xlens_analysis::report::fmt_ps;
+use xlens_analysis::tools::{self, ToolOutput};
+use xlens_store::Session;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Percent-encodes a query-string value.
+pub fn url_enc(s: &str) -> String {
+    let mut o = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            o.push(b as char);
+        } else {
+            let _ = write!(o, "%{b:02X}");
+        }
+    }
+    o
+}
+
+pub fn error_box(msg: &str) -> String {
+    format!("<div class=\"error\" role=\"alert\">{}</div>", esc(msg))
+}
+
+/// The page: header with selectors, then `body`.
+pub fn shell(
+    label: &str,
+    sessions: &[Session],
+    current: Option<&Session>,
+    tool: &str,
+    host: Option<&str>,
+    body: &str,
+) -> String {
+    let mut runs = String::new();
+    for s in sessions {
+        let sel = if current.is_some_and(|c| c.name == s.name) {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(
+            runs,
+            "<option value=\"{v}\"{sel}>{v}</option>",
+            v = esc(&s.name)
+        );
+    }
+    let mut tool_opts = String::new();
+    for t in tools::TOOLS {
+        let sel = if t.name == tool { " selected" } else { "" };
+        let _ = write!(
+            tool_opts,
+            "<option value=\"{}\"{sel} title=\"{}\">{}</option>",
+            t.name,
+            esc(t.description),
+            esc(t.title)
+        );
+    }
+    let mut host_opts = String::from("<option value=\"\">all hosts</option>");
+    if let Some(c) = current {
+        for h in &c.hosts {
+            let sel = if Some(h.host.as_str()) == host {
+                " selected"
+            } else {
+                ""
+            };
+            let _ = write!(
+                host_opts,
+                "<option value=\"{v}\"{sel}>{v}</option>",
+                v = esc(&h.host)
+            );
+        }
+    }
+    let api = current
+        .map(|c| {
+            let mut q = format!("run={}", url_enc(&c.name));
+            if let Some(h) = host {
+                let _ = write!(q, "&host={}", url_enc(h));
+            }
+            format!(
+                "<a href=\"/api/tool/{t}?{q}\">JSON</a> · <a href=\"/api/tool/{t}?{q}&format=csv\" download>CSV</a>",
+                t = url_enc(tool)
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>xlens · {title}</title><link rel="stylesheet" href="/static/app.css"></head>
+<body>
+<header><form id="nav" method="get" action="/">
+<span class="brand">xlens</span><span class="label">{label}</span>
+<label>Run <select name="run">{runs}</select></label>
+<label>Tool <select name="tool">{tool_opts}</select></label>
+<label>Host <select name="host">{host_opts}</select></label>
+<noscript><button type="submit">Show</button></noscript>
+<span class="api">{api}</span>
+</form></header>
+<main>{body}</main>
+<script type="module" src="/static/app.js"></script>
+</body></html>"#,
+        title = esc(tool),
+        label = esc(label),
+    )
+}
+
+/// The view of one tool's output.
+pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
+    match tool {
+        "report" => report_view(&out.json),
+        _ => format!("<pre>{}</pre>", esc(&out.text)),
+    }
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+fn n(v: &Value, k: &str) -> i64 {
+    v.get(k).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn report_view(r: &Value) -> String {
+    let mut o = String::new();
+    let empty = Vec::new();
+    for sess in r["sessions"].as_array().unwrap_or(&empty) {
+        let _ = write!(
+            o,
+            "<section class=\"session\"><h1>Run {}</h1><p class=\"dim\">{}</p>",
+            esc(s(sess, "name")),
+            esc(s(sess, "dir"))
+        );
+        for h in sess["hosts"].as_array().unwrap_or(&empty) {
+            host_view(&mut o, h);
+        }
+        o.push_str("</section>");
+    }
+    o
+}
+
+fn host_view(o: &mut String, h: &Value) {
+    let empty = Vec::new();
+    let _ = write!(
+        o,
+        "<article class=\"host\"><h2>Host {}</h2><p class=\"dim\">{} · {} bytes</p>",
+        esc(s(h, "host")),
+        esc(s(h, "file")),
+        n(h, "file_bytes")
+    );
+    if let Some(e) = h.get("error").and_then(Value::as_str) {
+        o.push_str(&error_box(e));
+        o.push_str("</article>");
+        return;
+    }
+    // Key figures.
+    let d = &h["device"];
+    let mut device = format!("{} {}", s(d, "kind"), s(d, "model"));
+    if n(d, "count") > 0 {
+        let _ = write!(
+            device,
+            " × {} ({} with events)",
+            n(d, "count"),
+            n(d, "active")
+        );
+    }
+    let st = &h["steps"];
+    let steps = if n(st, "count") > 0 {
+        format!(
+            "{} steps (<code>{}</code>): mean {}, min {}, max {}",
+            n(st, "count"),
+            esc(s(st, "name")),
+            fmt_ps(n(st, "mean_ps")),
+            fmt_ps(n(st, "min_ps")),
+            fmt_ps(n(st, "max_ps"))
+        )
+    } else {
+        "none found (no <code>step_num</code> annotations, no device <code>Steps</code> line)"
+            .to_string()
+    };
+    let _ = write!(
+        o,
+        "<dl class=\"facts\"><dt>Device</dt><dd>{}</dd><dt>Span</dt><dd>{}</dd><dt>Events</dt><dd>{}</dd><dt>Steps</dt><dd>{}</dd></dl>",
+        esc(&device),
+        fmt_ps(n(h, "span_ps")),
+        n(h, "total_events"),
+        steps
+    );
+    for (k, cls) in [
+        ("errors", "error"),
+        ("warnings", "warn"),
+        ("import_warnings", "warn"),
+    ] {
+        for m in h[k].as_array().unwrap_or(&empty) {
+            let _ = write!(
+                o,
+                "<div class=\"{cls}\">{}: {}</div>",
+                k.replace('_', " "),
+                esc(m.as_str().unwrap_or(""))
+            );
+        }
+    }
+    // Top ops.
+    let total = n(h, "total_op_self_time_ps").max(1) as f64;
+    let ops = h["top_ops"].as_array().unwrap_or(&empty);
+    if ops.is_empty() {
+        o.push_str("<h3>Ops</h3><p>No ops found in this profile.</p>");
+    } else {
+        let _ = write!(
+            o,
+            "<h3>Top {} of {} ops by self time</h3><p class=\"dim\">From {}.</p><table class=\"ops\"><thead><tr><th>#</th><th>Op</th><th>Module</th><th class=\"num\">Occurrences</th><th class=\"num\">Self time</th><th class=\"num\">% of op time</th><th class=\"num\">Total time</th></tr></thead><tbody>",
+            ops.len(),
+            n(h, "op_count"),
+            esc(s(h, "top_ops_source_description"))
+        );
+        for (i, op) in ops.iter().enumerate() {
+            let st = n(op, "self_time_ps");
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.2}%</td><td class=\"num\">{}</td></tr>",
+                i + 1,
+                esc(s(op, "name")),
+                esc(s(op, "module")),
+                n(op, "occurrences"),
+                fmt_ps(st),
+                100.0 * st as f64 / total,
+                fmt_ps(n(op, "total_time_ps"))
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+    // Planes and lines.
+    o.push_str("<h3>Planes and lines</h3><table class=\"planes\"><thead><tr><th>Plane / line</th><th class=\"num\">Events</th></tr></thead><tbody>");
+    for p in h["planes"].as_array().unwrap_or(&empty) {
+        let _ = write!(
+            o,
+            "<tr class=\"plane\"><td>{}</td><td class=\"num\">{}</td></tr>",
+            esc(s(p, "name")),
+            n(p, "events")
+        );
+        for l in p["lines"].as_array().unwrap_or(&empty) {
+            let _ = write!(
+                o,
+                "<tr><td class=\"line\">{}</td><td class=\"num\">{}</td></tr>",
+                esc(s(l, "name")),
+                n(l, "events")
+            );
+        }
+    }
+    o.push_str("</tbody></table></article>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(url_enc("a b/c&d"), "a%20b%2Fc%26d");
+    }
+}

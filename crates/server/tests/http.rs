@@ -1,0 +1,151 @@
+//! The server over real fixtures plus a corrupt run: the corrupt run shows its error, the others
+//! keep working, and every route answers.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir/plugins/profile")
+}
+
+/// A log dir with two real runs and one whose file is garbage.
+fn make_logdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xlens-http-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let prof = dir.join("plugins/profile");
+    for run in ["jax_mlp_small", "tpu_inference"] {
+        std::fs::create_dir_all(prof.join(run)).unwrap();
+        for f in std::fs::read_dir(fixtures().join(run)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), prof.join(run).join(f.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(prof.join("broken")).unwrap();
+    let good = std::fs::read(fixtures().join("jax_mlp_small/vm.xplane.pb")).unwrap();
+    // Truncated in the middle of the first plane.
+    std::fs::write(prof.join("broken/host1.xplane.pb"), &good[..good.len() / 3]).unwrap();
+    dir
+}
+
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let code = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|x| x.1.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// Undoes chunked transfer encoding if present (axum streams large bodies in chunks).
+fn body_json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|_| {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((len, tail)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(len.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            out.push_str(&tail[..n]);
+            rest = &tail[n + 2..];
+        }
+        serde_json::from_str(&out).unwrap()
+    })
+}
+
+#[test]
+fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
+    let logdir = make_logdir();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let state = Arc::new(xlens_server::AppState {
+        logdir: logdir.clone(),
+        label: "test".into(),
+        cache: Default::default(),
+    });
+    rt.spawn(xlens_server::serve_on(listener, state));
+
+    let (code, body) = get(&addr, "/api/runs");
+    assert_eq!(code, 200, "{body}");
+    let runs = body_json(&body);
+    let names: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for n in ["jax_mlp_small", "tpu_inference", "broken"] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    assert!(runs[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "report"));
+
+    // The corrupt run: a 200 with the error naming the file and the byte offset.
+    let (code, body) = get(&addr, "/api/tool/report?run=broken");
+    assert_eq!(code, 200, "{body}");
+    let r = body_json(&body);
+    let err = r["sessions"][0]["hosts"][0]["error"].as_str().unwrap();
+    assert!(
+        err.contains("host1.xplane.pb") && err.contains("at byte"),
+        "{err}"
+    );
+
+    // Other runs still work, and again after the failure.
+    for _ in 0..2 {
+        let (code, body) = get(&addr, "/api/tool/report?run=tpu_inference");
+        assert_eq!(code, 200);
+        let r = body_json(&body);
+        let h = &r["sessions"][0]["hosts"][0];
+        assert!(h["error"].is_null(), "{h}");
+        assert_eq!(h["device"]["kind"], "TPU");
+        assert_eq!(h["total_events"], 26723);
+    }
+    let (code, body) = get(&addr, "/api/tool/report?run=jax_mlp_small&host=vm");
+    assert_eq!(code, 200);
+    assert_eq!(
+        body_json(&body)["sessions"][0]["hosts"][0]["steps"]["count"],
+        10
+    );
+
+    // CSV and errors for unknown things.
+    let (code, body) = get(&addr, "/api/tool/report?run=jax_mlp_small&format=csv");
+    assert_eq!(code, 200);
+    assert!(body.contains("op_name") && body.contains("dot.2"), "{body}");
+    assert_eq!(get(&addr, "/api/tool/nope?run=jax_mlp_small").0, 404);
+    assert_eq!(get(&addr, "/api/tool/report?run=nope").0, 404);
+    assert_eq!(
+        get(&addr, "/api/tool/report?run=jax_mlp_small&host=nope").0,
+        404
+    );
+
+    // HTML pages: the shell with selectors, the report, and the error box for the broken run.
+    let (code, html) = get(&addr, "/?run=jax_mlp_small&tool=report");
+    assert_eq!(code, 200);
+    assert!(
+        html.contains("<select name=\"run\">") && html.contains("dot.2"),
+        "{html}"
+    );
+    let (_, html) = get(&addr, "/?run=broken");
+    assert!(html.contains("class=\"error\"") && html.contains("at byte"));
+    assert_eq!(get(&addr, "/static/app.js").0, 200);
+    assert_eq!(get(&addr, "/static/app.css").0, 200);
+    let _ = std::fs::remove_dir_all(&logdir);
+}
