@@ -97,10 +97,8 @@ pub fn device_info(p: &Profile) -> DeviceInfo {
         };
         let peak_tf = stat_f64(p, plane, "peak_teraflops_per_second");
         let mut peak_bw = stat_f64(p, plane, "peak_hbm_bw_gigabytes_per_second");
-        if kind == DeviceKind::Gpu {
-            if peak_bw.is_none() {
-                peak_bw = stat_f64(p, plane, "memory_bandwidth").map(|b| b / 1e9);
-            }
+        if kind == DeviceKind::Gpu && peak_bw.is_none() {
+            peak_bw = stat_f64(p, plane, "memory_bandwidth").map(|b| b / 1e9);
         }
         return DeviceInfo {
             kind,

@@ -139,7 +139,7 @@ pub fn op_times(p: &Profile) -> OpTimes {
     for (plane, line) in lines {
         let ev = &line.events;
         let self_times = ev.self_times();
-        for i in 0..ev.len() {
+        for (i, &self_time) in self_times.iter().enumerate() {
             let Some(md) = plane.metadata_of(line, i) else {
                 continue;
             };
@@ -166,7 +166,7 @@ pub fn op_times(p: &Profile) -> OpTimes {
             });
             e.occurrences += 1;
             e.total_time_ps += ev.dur(i);
-            e.self_time_ps += self_times[i];
+            e.self_time_ps += self_time;
         }
     }
     let mut ops: Vec<OpTime> = agg.into_values().collect();

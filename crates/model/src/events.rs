@@ -182,9 +182,20 @@ impl EventsBuilder {
         self.ev.stat_off.push(self.ev.stats.len() as u32);
     }
 
-    /// Sets the time and metadata of the last pushed event (for importers that learn them late).
+    /// The stats buffer of the last pushed event, to encode stats into directly with
+    /// [`crate::encode_stat`]; [`EventsBuilder::set_last`] then closes the event.
+    #[inline]
+    pub fn stats_buf(&mut self) -> &mut Vec<u8> {
+        &mut self.ev.stats
+    }
+
+    /// Sets the time and metadata of the last pushed event (for importers that learn them late)
+    /// and takes in stats written through [`EventsBuilder::stats_buf`].
     #[inline]
     pub fn set_last(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
+        if let Some(last) = self.ev.stat_off.last_mut() {
+            *last = self.ev.stats.len() as u32;
+        }
         if let (Some(s), Some(d), Some(m)) = (
             self.ev.start.last_mut(),
             self.ev.dur.last_mut(),

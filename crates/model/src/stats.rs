@@ -103,36 +103,46 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 #[inline(always)]
 fn write_varint(buf: &mut [u8; 24], mut n: usize, mut v: u64) -> usize {
     while v >= 0x80 {
-        buf[n] = (v as u8) | 0x80;
+        buf[n & 15] = (v as u8) | 0x80;
         v >>= 7;
         n += 1;
     }
-    buf[n] = v as u8;
+    buf[n & 15] = v as u8;
     n + 1
 }
 
 /// Appends stats in the model's encoding. Used by importers.
-#[inline]
+#[inline(always)]
 pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
-    // Encoded into a small stack buffer first, then appended in one copy.
+    // Encoded into a fixed-size stack buffer that is appended whole (a fixed-size copy the
+    // compiler inlines) and then cut to length: no per-byte capacity checks, no memcpy call.
     let mut buf = [0u8; 24];
-    let (kind, payload): (u64, u64) = match value {
-        StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
-        StatValue::U64(v) => (K_U64, v),
+    let n = match value {
         StatValue::F64(v) => {
             let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | K_F64);
             buf[n..n + 8].copy_from_slice(&v.to_le_bytes());
-            out.extend_from_slice(&buf[..n + 8]);
-            return;
+            n + 8
         }
-        StatValue::Str(s) => (K_STR, s.0 as u64),
-        StatValue::Ref(s) => (K_REF, s.0 as u64),
-        StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
-        StatValue::None => (K_NONE, 0),
+        other => {
+            let (kind, payload): (u64, u64) = match other {
+                StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
+                StatValue::U64(v) => (K_U64, v),
+                StatValue::Str(s) => (K_STR, s.0 as u64),
+                StatValue::Ref(s) => (K_REF, s.0 as u64),
+                StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
+                _ => (K_NONE, 0),
+            };
+            let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | kind);
+            // The header is at most 5 bytes (a u32 key), the payload at most 10.
+            let mut tail = [0u8; 24];
+            let m = write_varint(&mut tail, 0, payload);
+            buf[n..n + m].copy_from_slice(&tail[..m]);
+            n + m
+        }
     };
-    let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | kind);
-    let n = write_varint(&mut buf, n, payload);
-    out.extend_from_slice(&buf[..n]);
+    let len = out.len();
+    out.extend_from_slice(&buf);
+    out.truncate(len + n);
 }
 
 /// Iterator over encoded stats.

@@ -390,18 +390,52 @@ impl Decoder<'_> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn stat_name(&mut self, id: i64, ctx: &PlaneCtx) -> StrId {
         match ctx.stat_names.get(id) {
             Some(s) => StrId(s),
-            None => {
-                self.warn.unknown_stat_ids += 1;
-                self.prof.strings.intern(&format!("<stat {id}>"))
-            }
+            None => self.unknown_stat(id),
         }
     }
 
-    #[inline]
+    #[cold]
+    #[inline(never)]
+    fn unknown_stat(&mut self, id: i64) -> StrId {
+        self.warn.unknown_stat_ids += 1;
+        self.prof.strings.intern(&format!("<stat {id}>"))
+    }
+
+    /// The common shape of an event stat, `metadata_id` (one byte) then one varint value, read
+    /// without the general field loop. `None` means "use the general path".
+    #[inline(always)]
+    fn stat_fast(&mut self, b: &[u8], ctx: &PlaneCtx) -> Option<(StrId, StatValue)> {
+        let [0x08, key, tag, rest @ ..] = b else {
+            return None;
+        };
+        if *key >= 0x80 || rest.is_empty() || rest.len() > 10 {
+            return None;
+        }
+        // The value must be one varint that ends exactly at the end of the message.
+        let mut v = 0u64;
+        for (i, &byte) in rest.iter().enumerate() {
+            v |= ((byte & 0x7f) as u64) << (7 * i);
+            if byte < 0x80 {
+                if i + 1 != rest.len() {
+                    return None;
+                }
+                let value = match *tag {
+                    0x18 => StatValue::U64(v),
+                    0x20 => StatValue::I64(v as i64),
+                    0x38 => StatValue::Ref(self.stat_name(v as i64, ctx)),
+                    _ => return None,
+                };
+                return Some((self.stat_name(*key as i64, ctx), value));
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
     fn stat(&mut self, mut r: Reader<'_>, ctx: &PlaneCtx) -> Res<(StrId, StatValue)> {
         let mut key = 0i64;
         let mut value = StatValue::None;
@@ -475,8 +509,11 @@ impl Decoder<'_> {
                     (3, Wire::Varint) => dur = e.varint()? as i64,
                     (4, Wire::Len) => {
                         let st = e.message("XStat")?;
-                        let (k, v) = self.stat(st, ctx)?;
-                        b.stat(k, v);
+                        let (k, v) = match self.stat_fast(st.rest(), ctx) {
+                            Some(kv) => kv,
+                            None => self.stat(st, ctx)?,
+                        };
+                        encode_stat(b.stats_buf(), k, v);
                     }
                     (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
                     (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,

@@ -105,7 +105,7 @@ impl<'a> Reader<'a> {
         if self.at_end() {
             return Ok(None);
         }
-        let at = self.offset();
+        let before = self.pos;
         let tag = self.varint()?;
         let num = tag >> 3;
         let wire = match tag & 7 {
@@ -113,17 +113,24 @@ impl<'a> Reader<'a> {
             1 => Wire::Fixed64,
             2 => Wire::Len,
             5 => Wire::Fixed32,
-            w => {
-                return Err(self.err(
-                    at,
-                    format!("unsupported wire type {w} for field {num} (not a valid message)"),
-                ))
-            }
+            _ => return Err(self.bad_tag(before, tag)),
         };
         if num == 0 || num > u32::MAX as u64 >> 3 {
-            return Err(self.err(at, format!("invalid field number {num}")));
+            return Err(self.bad_tag(before, tag));
         }
         Ok(Some((num as u32, wire)))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_tag(&self, before: usize, tag: u64) -> Box<DecodeError> {
+        let (num, w) = (tag >> 3, tag & 7);
+        let msg = if num == 0 || num > u32::MAX as u64 >> 3 {
+            format!("invalid field number {num}")
+        } else {
+            format!("unsupported wire type {w} for field {num} (not a valid message)")
+        };
+        self.err(self.base + before, msg)
     }
 
     #[inline]
@@ -140,24 +147,35 @@ impl<'a> Reader<'a> {
     /// A length-delimited payload, with its absolute start offset.
     #[inline(always)]
     pub(crate) fn bytes(&mut self) -> Res<(&'a [u8], usize)> {
-        let at = self.offset();
+        let before = self.pos;
         let len = self.varint()?;
         let start = self.pos;
-        let end = (start as u64).checked_add(len);
-        match end {
-            Some(end) if end <= self.buf.len() as u64 => {
-                self.pos = end as usize;
-                Ok((&self.buf[start..end as usize], self.base + start))
-            }
-            _ => Err(self.err(
-                at,
-                format!(
-                    "length {len} runs past the end of the enclosing {} ({} bytes left)",
-                    self.what,
-                    self.buf.len() - start
-                ),
-            )),
+        if len <= (self.buf.len() - start) as u64 {
+            let end = start + len as usize;
+            self.pos = end;
+            Ok((&self.buf[start..end], self.base + start))
+        } else {
+            Err(self.past_end(before, len))
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn past_end(&self, before: usize, len: u64) -> Box<DecodeError> {
+        self.err(
+            self.base + before,
+            format!(
+                "length {len} runs past the end of the enclosing {} ({} bytes left)",
+                self.what,
+                self.buf.len() - self.pos
+            ),
+        )
+    }
+
+    /// The unread bytes.
+    #[inline(always)]
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos.min(self.buf.len())..]
     }
 
     /// A sub-message reader over a length-delimited field.
