@@ -170,7 +170,11 @@ fn host_view(o: &mut String, h: &Value) {
     }
     // Key figures.
     let d = &h["device"];
-    let mut device = format!("{} {}", s(d, "kind"), s(d, "model"));
+    let mut device = if n(d, "count") == 0 && s(d, "kind") == "CPU" {
+        "CPU only (no accelerator planes in this profile)".to_string()
+    } else {
+        format!("{} {}", s(d, "kind"), s(d, "model"))
+    };
     if n(d, "count") > 0 {
         let _ = write!(
             device,
