@@ -1,6 +1,7 @@
 //! `xlens`: serve, report on, and benchmark ML profiles (XSpace `.xplane.pb` log directories).
 
 mod bench;
+mod capture;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -71,6 +72,35 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Capture from running jobs' profiler servers (jax.profiler.start_server(PORT) and the like).
+    Capture {
+        /// HOST:PORT[,HOST:PORT...]; several are captured in parallel into one session.
+        addrs: String,
+        /// Log directory; the capture goes to LOGDIR/plugins/profile/SESSION/HOST_PORT.xplane.pb.
+        #[arg(long)]
+        logdir: PathBuf,
+        /// Capture window, e.g. 2s, 500ms, 1m.
+        #[arg(long, default_value = "2s", value_parser = capture::parse_duration)]
+        duration: std::time::Duration,
+        /// Session name (default: a YYYY_MM_DD_HH_MM_SS timestamp, as XProf).
+        #[arg(long)]
+        session: Option<String>,
+        /// Host tracer level: 0 off, 1 user annotations, 2 runtime activity, 3 more.
+        #[arg(long, default_value_t = 2)]
+        host_tracer_level: u32,
+        /// Device tracer level: 0 off, 1 on.
+        #[arg(long, default_value_t = 1)]
+        device_tracer_level: u32,
+        /// Python tracer level: 0 off, 1 on.
+        #[arg(long, default_value_t = 0)]
+        python_tracer_level: u32,
+        /// Start the window this many milliseconds after the request (same start on every host).
+        #[arg(long, default_value_t = 0)]
+        delay: u64,
+        /// TCP connect timeout, e.g. 5s.
+        #[arg(long, default_value = "5s", value_parser = capture::parse_duration)]
+        connect_timeout: std::time::Duration,
+    },
     /// Measure decode speed, memory and tool time on a profile (see README: Benchmarks).
     Bench {
         /// An .xplane.pb file.
@@ -121,6 +151,27 @@ fn main() {
             }
             Ok(())
         }
+        Cmd::Capture {
+            addrs,
+            logdir,
+            duration,
+            session,
+            host_tracer_level,
+            device_tracer_level,
+            python_tracer_level,
+            delay,
+            connect_timeout,
+        } => std::process::exit(capture::run(capture::Args {
+            addrs,
+            logdir,
+            duration,
+            session,
+            host_tracer_level,
+            device_tracer_level,
+            python_tracer_level,
+            delay_ms: delay,
+            connect_timeout,
+        })),
         Cmd::Bench {
             file,
             reps,

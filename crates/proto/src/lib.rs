@@ -11,7 +11,7 @@
 //! - [`tensorflow`]: `ProfileOptions` and the messages of the
 //!   `tensorflow.ProfilerService` gRPC service (`Profile`, `Terminate`,
 //!   `Monitor`, ...), used to capture from `jax.profiler.start_server`.
-//!   Only messages are generated; no client or server stubs.
+//!   With the `grpc` feature, [`grpc`] adds tonic client and server stubs.
 //! - [`xla`]: `HloProto` and what it references: modules, computations,
 //!   instructions, shapes, layouts, dimension numbers and the buffer
 //!   assignment with heap simulator traces.
@@ -35,6 +35,15 @@ pub mod tensorflow {
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod xla {
     include!(concat!(env!("OUT_DIR"), "/xla.rs"));
+}
+
+/// tonic stubs for the `tensorflow.ProfilerService` gRPC service
+/// (`profiler_service_client`, `profiler_service_server`), over the messages in
+/// [`tensorflow`]. Only with the `grpc` feature.
+#[cfg(feature = "grpc")]
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
+pub mod grpc {
+    include!(concat!(env!("OUT_DIR"), "/grpc/tensorflow.rs"));
 }
 
 pub use prost;

@@ -1,0 +1,177 @@
+//! `xlens capture`: on-demand capture from running jobs' profiler servers.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use xlens_capture::{CaptureError, CaptureOptions, Source};
+
+/// Parses `2s`, `500ms`, `1.5s`, `1m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration; use e.g. 2s, 500ms, 1m"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("`{s}` is not a duration; use e.g. 2s, 500ms, 1m"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+/// Arguments of `xlens capture`.
+pub struct Args {
+    pub addrs: String,
+    pub logdir: PathBuf,
+    pub duration: Duration,
+    pub session: Option<String>,
+    pub host_tracer_level: u32,
+    pub device_tracer_level: u32,
+    pub python_tracer_level: u32,
+    pub delay_ms: u64,
+    pub connect_timeout: Duration,
+}
+
+/// Runs the capture, prints a progress bar on stderr and a summary per host on stdout, and
+/// returns the process exit code (0, or the first failure's code; see README).
+pub fn run(a: Args) -> i32 {
+    let addrs = xlens_capture::parse_addrs(&a.addrs);
+    let opts = CaptureOptions {
+        logdir: a.logdir,
+        duration: a.duration,
+        session: a.session,
+        host_tracer_level: a.host_tracer_level,
+        device_tracer_level: a.device_tracer_level,
+        python_tracer_level: a.python_tracer_level,
+        delay: Duration::from_millis(a.delay_ms),
+        connect_timeout: a.connect_timeout,
+        ..Default::default()
+    };
+    eprintln!(
+        "xlens: capturing {:.1}s from {} into {}",
+        opts.duration.as_secs_f64(),
+        addrs.join(", "),
+        opts.logdir.join("plugins/profile").display()
+    );
+    // A bar redrawn in place on a terminal; only the final state in a log.
+    let tty = std::io::stderr().is_terminal();
+    let progress: xlens_capture::ProgressFn = Arc::new(move |p: &xlens_capture::Progress| {
+        let done = p.phase == xlens_capture::Phase::Done;
+        if !tty && !done {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r{:<78}", p.bar(20));
+        if done {
+            let _ = writeln!(err);
+        }
+        let _ = err.flush();
+    });
+    let report = match xlens_capture::capture_blocking(&addrs, &opts, Some(progress)) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    println!(
+        "session {} in {}",
+        report.session_id,
+        report.session_dir.display()
+    );
+    let mut code = 0;
+    for h in &report.hosts {
+        match h {
+            Ok(h) => {
+                let how = match h.source {
+                    Source::Returned => "returned by the server",
+                    Source::WrittenByServer => "written by the server",
+                };
+                println!(
+                    "{}: {} ({} bytes, {how}, {:.1}s)",
+                    h.addr,
+                    h.file.display(),
+                    h.bytes,
+                    h.elapsed.as_secs_f64()
+                );
+                println!("  {}", summary(&h.file));
+            }
+            Err(e) => {
+                let c = fail(e);
+                if code == 0 {
+                    code = c;
+                }
+            }
+        }
+    }
+    code
+}
+
+fn fail(e: &CaptureError) -> i32 {
+    eprintln!("xlens capture: {e}");
+    if let CaptureError::EmptyTrace { file: Some(f), .. } = e {
+        eprintln!("  {}", summary(f));
+    }
+    e.exit_code()
+}
+
+/// One line from the loader, so an empty capture shows at once.
+fn summary(file: &std::path::Path) -> String {
+    match xlens_analysis::load::load_path(file, xlens_store::Format::XSpace) {
+        Ok(p) => {
+            let r = xlens_analysis::report::host_report("", &file.display().to_string(), 0, &p);
+            let (steps, step_name) = r
+                .steps
+                .as_ref()
+                .map(|s| (s.count, s.name.clone().unwrap_or_default()))
+                .unwrap_or((0, String::new()));
+            let mut line = format!(
+                "{} events, {}{}, {} steps{}",
+                r.total_events,
+                r.op_count,
+                match r.top_ops_source {
+                    Some(xlens_analysis::ops::OpSource::DeviceXlaOps)
+                    | Some(xlens_analysis::ops::OpSource::HostXlaOps) => " XLA ops".to_string(),
+                    Some(s) => format!(" ({s:?})"),
+                    None => String::new(),
+                },
+                steps,
+                if step_name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (`{step_name}`)")
+                }
+            );
+            if r.total_events == 0 {
+                line.push_str(" — the capture is empty");
+            } else if steps == 0 {
+                line.push_str(" — no step annotations found");
+            }
+            line
+        }
+        Err(e) => format!("cannot read it back: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}
