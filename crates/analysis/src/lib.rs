@@ -6,11 +6,17 @@
 //! * [`steps`] — step detection.
 //! * [`ops`] — which events are ops, and their time per op.
 //! * [`report`] — the per-session, per-host summary behind `xlens report`.
+//! * [`trace`] — the trace viewer's level-of-detail index, details, search and range statistics.
+//! * [`hlo`] — the HLO modules of a profile, decoded and indexed; shape text and sizes.
+//! * [`memory_viewer`] — heap over program order and the buffers live at its peak, per module.
 //! * [`tools`] — the registry the server and `xlens tool` dispatch through.
 
 pub mod device;
+pub mod hlo;
 pub mod load;
+pub mod memory_viewer;
 pub mod ops;
 pub mod report;
 pub mod steps;
 pub mod tools;
+pub mod trace;

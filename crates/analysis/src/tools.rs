@@ -16,11 +16,23 @@ pub struct ToolInfo {
 }
 
 /// Every tool xlens has.
-pub const TOOLS: &[ToolInfo] = &[ToolInfo {
-    name: "report",
-    title: "Report",
-    description: "What the profile holds: device, span, events per plane and line, steps, top ops by self time, recorded errors.",
-}];
+pub const TOOLS: &[ToolInfo] = &[
+    ToolInfo {
+        name: "report",
+        title: "Report",
+        description: "What the profile holds: device, span, events per plane and line, steps, top ops by self time, recorded errors.",
+    },
+    ToolInfo {
+        name: "trace_viewer",
+        title: "Trace viewer",
+        description: "Host threads and device streams on one timeline; every event reachable by zooming, narrow ones merged into counted boxes.",
+    },
+    ToolInfo {
+        name: "memory_viewer",
+        title: "Memory viewer",
+        description: "Per HLO module: peak heap from XLA's buffer assignment, where it occurs, and the buffers live there (select with --module).",
+    },
+];
 
 /// The tools that apply to a session (all of them, for now: each says itself when it finds nothing).
 pub fn tools_for(_session: &Session) -> Vec<ToolInfo> {
@@ -43,6 +55,8 @@ pub enum ToolError {
     UnknownHost { host: String, hosts: String },
     #[error("{0}")]
     Serialize(String),
+    #[error("{0}")]
+    Load(String),
 }
 
 /// Loads a host (possibly from a cache); errors are already human-readable.
@@ -75,13 +89,99 @@ pub fn select_host(sessions: &[Session], host: Option<&str>) -> Result<Vec<Sessi
     Ok(out)
 }
 
+/// Options some tools take (each ignores those it does not use).
+#[derive(Debug, Clone, Default)]
+pub struct ToolParams {
+    /// HLO module (program) to show, for `memory_viewer`.
+    pub module: Option<String>,
+    /// XLA memory space (color) for `memory_viewer`; 0 (device memory) when unset.
+    pub memory_space: Option<i64>,
+    /// Time window for `trace_viewer` (picoseconds on the session's axis; whole trace when unset).
+    pub start_ps: Option<i64>,
+    pub end_ps: Option<i64>,
+    /// Pixel width for `trace_viewer`'s level of detail (default 1500).
+    pub width: Option<u32>,
+}
+
 /// Runs tool `name` over `sessions` (already narrowed to the wanted hosts).
 pub fn run_tool(
     name: &str,
     sessions: &[Session],
     load: &mut Loader<'_>,
 ) -> Result<ToolOutput, ToolError> {
+    run_tool_with(name, sessions, load, &ToolParams::default())
+}
+
+/// [`run_tool`] with options.
+pub fn run_tool_with(
+    name: &str,
+    sessions: &[Session],
+    load: &mut Loader<'_>,
+    params: &ToolParams,
+) -> Result<ToolOutput, ToolError> {
     match name {
+        "memory_viewer" => {
+            let r = crate::memory_viewer::report(
+                sessions,
+                &mut *load,
+                params.module.as_deref(),
+                params.memory_space.unwrap_or(0),
+            );
+            Ok(ToolOutput {
+                text: crate::memory_viewer::render_text(&r),
+                csv: Some(crate::memory_viewer::render_csv(&r)),
+                json: to_json(&r)?,
+            })
+        }
+        "trace_viewer" => {
+            let mut hosts = Vec::new();
+            for s in sessions {
+                for h in &s.hosts {
+                    match load(h) {
+                        Ok(p) => hosts.push((h.host.clone(), p)),
+                        Err(e) => return Err(ToolError::Load(e)),
+                    }
+                }
+            }
+            let idx = crate::trace::TraceIndex::build(hosts);
+            let v = idx.query(
+                params.start_ps.unwrap_or(idx.span.0),
+                params.end_ps.unwrap_or(idx.span.1),
+                params.width.unwrap_or(1500),
+            );
+            let text = format!(
+                "{} events in the trace; window {} ps to {} ps at {} px: {} events drawn, {} merged boxes holding {} narrower events, {} tracks\n",
+                v.total_events,
+                v.start_ps,
+                v.end_ps,
+                v.width_px,
+                v.events.len(),
+                v.summaries.len(),
+                v.summaries.iter().map(|s| s.count).sum::<u64>(),
+                v.tracks.len()
+            );
+            let csv = {
+                let mut o = String::from("track,track_name,depth,name,start_ps,dur_ps\n");
+                for e in &v.events {
+                    let t = &v.tracks[e.track as usize];
+                    o.push_str(&format!(
+                        "{},{},{},{},{},{}\n",
+                        e.track,
+                        csv_field(&format!("{} {}", t.group, t.name)),
+                        e.depth,
+                        csv_field(&v.names[e.name as usize]),
+                        e.start_ps,
+                        e.dur_ps
+                    ));
+                }
+                o
+            };
+            Ok(ToolOutput {
+                json: v.to_json(true),
+                text,
+                csv: Some(csv),
+            })
+        }
         "report" => {
             let r = report::report(sessions, &mut *load);
             Ok(ToolOutput {

@@ -33,6 +33,38 @@ enum Format {
     Csv,
 }
 
+/// Options some tools take; each tool ignores those it does not use.
+#[derive(clap::Args, Default)]
+struct ParamArgs {
+    /// memory_viewer: the HLO module to show (default: list every module).
+    #[arg(long)]
+    module: Option<String>,
+    /// memory_viewer: XLA memory space (default 0, device memory).
+    #[arg(long)]
+    memory_space: Option<i64>,
+    /// trace_viewer: window start, picoseconds on the session's time axis.
+    #[arg(long)]
+    start_ps: Option<i64>,
+    /// trace_viewer: window end, picoseconds.
+    #[arg(long)]
+    end_ps: Option<i64>,
+    /// trace_viewer: pixel width deciding the level of detail (default 1500).
+    #[arg(long)]
+    width: Option<u32>,
+}
+
+impl ParamArgs {
+    fn to_params(&self) -> tools::ToolParams {
+        tools::ToolParams {
+            module: self.module.clone(),
+            memory_space: self.memory_space,
+            start_ps: self.start_ps,
+            end_ps: self.end_ps,
+            width: self.width,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve the web UI and JSON API over a log directory (the bundled demo profile without one).
@@ -66,6 +98,22 @@ enum Cmd {
         json: bool,
         #[arg(long, value_enum)]
         format: Option<Format>,
+        #[command(flatten)]
+        params: ParamArgs,
+    },
+    /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
+    BenchTrace {
+        /// An .xplane.pb file (or use --synthetic).
+        file: Option<PathBuf>,
+        /// Generate a synthetic profile of this many events instead.
+        #[arg(long)]
+        synthetic: Option<usize>,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        #[arg(long)]
+        json: bool,
     },
     /// List the tools.
     Tools {
@@ -126,6 +174,7 @@ fn main() {
             None,
             None,
             if json { Format::Json } else { Format::Text },
+            &tools::ToolParams::default(),
         ),
         Cmd::Tool {
             name,
@@ -134,10 +183,25 @@ fn main() {
             run,
             json,
             format,
+            params,
         } => {
             let f = format.unwrap_or(if json { Format::Json } else { Format::Text });
-            tool(&name, &path, host.as_deref(), run.as_deref(), f)
+            tool(
+                &name,
+                &path,
+                host.as_deref(),
+                run.as_deref(),
+                f,
+                &params.to_params(),
+            )
         }
+        Cmd::BenchTrace {
+            file,
+            synthetic,
+            width,
+            queries,
+            json,
+        } => bench::trace(file.as_deref(), synthetic, width, queries.max(1), json),
         Cmd::Tools { json } => {
             if json {
                 println!(
@@ -189,7 +253,14 @@ fn discover(path: &Path) -> Result<Vec<Session>> {
     Ok(xlens_store::discover(path)?)
 }
 
-fn tool(name: &str, path: &Path, host: Option<&str>, run: Option<&str>, f: Format) -> Result<()> {
+fn tool(
+    name: &str,
+    path: &Path,
+    host: Option<&str>,
+    run: Option<&str>,
+    f: Format,
+    params: &tools::ToolParams,
+) -> Result<()> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {
         let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
@@ -208,7 +279,7 @@ fn tool(name: &str, path: &Path, host: Option<&str>, run: Option<&str>, f: Forma
             .map(Arc::new)
             .map_err(|e| e.to_string())
     };
-    let out = tools::run_tool(name, &sessions, &mut load)?;
+    let out = tools::run_tool_with(name, &sessions, &mut load, params)?;
     match f {
         Format::Text => print!("{}", out.text),
         Format::Json => println!(
@@ -244,11 +315,7 @@ fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {
             )
         }
     };
-    let state = Arc::new(xlens_server::AppState {
-        logdir,
-        label,
-        cache: Default::default(),
-    });
+    let state = xlens_server::AppState::new(logdir, label);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

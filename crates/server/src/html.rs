@@ -120,6 +120,21 @@ pub fn shell(
     )
 }
 
+/// The trace viewer's page body; `trace.js` fills it.
+pub fn trace_body() -> String {
+    r#"<div id="trace" class="tv">
+<div class="tv-bar"><form class="tv-search"><input type="search" placeholder="Search all events by name" aria-label="search"><button>Search</button></form>
+<span class="dim">W/S zoom · A/D pan · wheel scroll · ctrl+wheel zoom · drag pan · shift+drag select range · click: details · 0: whole trace</span>
+<a href="" class="tv-export">Export whole trace (Chrome JSON)</a></div>
+<div class="tv-results"></div>
+<div class="tv-main"><div class="tv-canvas-wrap"><canvas></canvas><div class="tv-tooltip" hidden></div></div>
+<aside id="tv-details" class="tv-details"><p class="dim">Click an event to pin its details here; shift+drag to measure a range.</p></aside></div>
+<div class="tv-status dim"></div>
+</div>
+<script type="module" src="/static/trace.js"></script>"#
+        .to_string()
+}
+
 /// The view of one tool's output.
 pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
     match tool {

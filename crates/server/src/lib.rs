@@ -12,6 +12,7 @@
 
 mod cache;
 mod html;
+mod trace_api;
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
@@ -26,6 +27,7 @@ use xlens_analysis::tools::{self, ToolInfo};
 use xlens_store::Session;
 
 pub use cache::ProfileCache;
+pub use trace_api::TraceCache;
 
 /// Shared server state.
 pub struct AppState {
@@ -33,6 +35,18 @@ pub struct AppState {
     /// Shown in the page header (e.g. "bundled demo").
     pub label: String,
     pub cache: ProfileCache,
+    pub traces: TraceCache,
+}
+
+impl AppState {
+    pub fn new(logdir: PathBuf, label: impl Into<String>) -> Shared {
+        Arc::new(AppState {
+            logdir,
+            label: label.into(),
+            cache: ProfileCache::default(),
+            traces: TraceCache::default(),
+        })
+    }
 }
 
 pub type Shared = Arc<AppState>;
@@ -44,8 +58,14 @@ pub fn router(state: Shared) -> Router {
         .route("/api/runs", get(api_runs))
         .route("/api/tools", get(api_tools))
         .route("/api/tool/{tool}", get(api_tool))
+        .route("/api/trace/viewport", get(trace_api::viewport))
+        .route("/api/trace/event", get(trace_api::event))
+        .route("/api/trace/search", get(trace_api::search))
+        .route("/api/trace/range", get(trace_api::range))
+        .route("/api/trace/export", get(trace_api::export))
         .route("/static/app.css", get(css))
         .route("/static/app.js", get(js))
+        .route("/static/trace.js", get(trace_js))
         .with_state(state)
 }
 
@@ -224,9 +244,14 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         .or_else(|| sessions.first().map(|s| s.name.clone()));
     let tool = q.tool.clone().unwrap_or_else(|| "report".to_string());
     let host = q.host.clone().filter(|h| !h.is_empty());
-    let body = match run_tool(&state, tool.clone(), run.clone(), host.clone()).await {
-        Ok((_, out)) => html::tool_body(&tool, &out),
-        Err((_, msg)) => html::error_box(&msg),
+    let body = if tool == "trace_viewer" {
+        // The trace viewer draws itself from the level-of-detail API.
+        html::trace_body()
+    } else {
+        match run_tool(&state, tool.clone(), run.clone(), host.clone()).await {
+            Ok((_, out)) => html::tool_body(&tool, &out),
+            Err((_, msg)) => html::error_box(&msg),
+        }
     };
     let current = sessions.iter().find(|s| Some(&s.name) == run.as_ref());
     Html(html::shell(
@@ -244,6 +269,14 @@ async fn css() -> Response {
     (
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("../assets/app.css"),
+    )
+        .into_response()
+}
+
+async fn trace_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("../assets/trace.js"),
     )
         .into_response()
 }

@@ -4,7 +4,6 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir/plugins/profile")
@@ -72,11 +71,7 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let state = Arc::new(xlens_server::AppState {
-        logdir: logdir.clone(),
-        label: "test".into(),
-        cache: Default::default(),
-    });
+    let state = xlens_server::AppState::new(logdir.clone(), "test");
     rt.spawn(xlens_server::serve_on(listener, state));
 
     let (code, body) = get(&addr, "/api/runs");

@@ -1,0 +1,1167 @@
+//! Memory viewer: the heap of one compiled program over its execution, from XLA's buffer
+//! assignment (no runtime data involved).
+//!
+//! XLA records, per module, the buffer allocations it made, the logical buffers placed in them and
+//! heap simulator traces: ALLOC / FREE / SHARE_WITH events in program order. Replaying the trace
+//! gives the heap size at every program point and the buffers live at the peak. The replay and
+//! its conventions are XProf's (`hlo_proto_to_memory_visualization_utils.cc`), so the numbers can
+//! be compared with XProf's memory viewer:
+//!
+//! * **Trace.** The trace of the memory space's temporary allocation: every trace is attributed to
+//!   the allocation of the buffer of its first event, and the first non-indefinite allocation of
+//!   the memory space that has one gives it. Failing that, the trace with most events on buffers
+//!   of the memory space. (When several temporary allocations have a trace, XProf's pick depends
+//!   on hash-map order; we take the one with most events and say so in `warnings`.)
+//! * **Reference counts.** ALLOC adds one to the buffer's canonical (root) buffer and the buffer's
+//!   size to the heap. SHARE_WITH makes the buffer an alias of another one and adds one to the
+//!   root; when that revives a root whose count had dropped to zero, the root's size is added
+//!   again and the sharer is shown in its place. FREE subtracts one from the root and removes the
+//!   root's size when the count reaches zero.
+//! * **Positions.** `heap_series[k]` is the heap after the first `k` events (so there are
+//!   `events + 1` points, the first before any event). `peak_position` is XProf's
+//!   `peakHeapSizePosition`: the index of the event that first raised the heap to its maximum, so
+//!   the peak value is at `heap_series[peak_position + 1]`.
+//! * **Indefinite allocations.** Allocations live for the whole program — entry parameters,
+//!   constants and maybe-live-out ones — are not in the trace. The size of each such allocation
+//!   (of the memory space, with at least one known logical buffer) is added to every point of the
+//!   series and to the peak, and its largest logical buffer is listed among the peak buffers
+//!   (memory space 0 only). Thread-local allocations are left out of the heap and of the totals
+//!   (only `non_reusable_bytes` counts them), as XProf 2.24 does.
+//! * **Lifetimes** run from a buffer's ALLOC to the FREE that releases its memory. When a
+//!   SHARE_WITH revives a released buffer, the revived stretch is the sharer's lifetime.
+//! * **Unpadded** sizes are the sizes of the buffers' shapes with the default dense layout.
+
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+use xlens_model::Profile;
+use xlens_proto::xla::heap_simulator_trace::event::Kind;
+use xlens_proto::xla::{
+    BufferAllocationProto, BufferAssignmentProto, HeapSimulatorTrace, HloInstructionProto,
+};
+use xlens_store::Session;
+
+use crate::hlo::{
+    buffer_subshape, dtype_name, hlo_index, shape_text, shape_unpadded_bytes, HloIndex, HloModule,
+    SourceLocation,
+};
+use crate::tools::Loader;
+
+/// Buffers smaller than this are grouped at the peak (XProf's threshold).
+pub const SMALL_BUFFER_BYTES: i64 = 16 * 1024;
+/// Above this many points the heap series is sampled for drawing.
+pub const MAX_SERIES_POINTS: usize = 4096;
+
+/// The memory viewer of one host: every module with its peak, and the selected module in detail.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryViewer {
+    /// XLA memory space (color) analysed: 0 is device memory (HBM), 1 is often on-chip (VMEM).
+    pub memory_space: i64,
+    /// Every module, largest peak first.
+    pub modules: Vec<ModuleSummary>,
+    /// The module asked for (or the only one), in detail.
+    pub selected: Option<ModuleMemory>,
+    /// Why no module was selected when one was asked for.
+    pub selection_error: Option<String>,
+    /// Modules whose HLO could not be decoded.
+    pub hlo_errors: Vec<String>,
+}
+
+/// One module in the list.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleSummary {
+    /// The producer's program name, e.g. `jit_f(12190760917235803885)`; select modules by it.
+    pub name: String,
+    pub module_name: String,
+    pub program_id: Option<u64>,
+    /// Peak heap including indefinite allocations (XProf's `peakHeapMib`, in bytes).
+    pub peak_heap_bytes: i64,
+    pub peak_position: usize,
+    pub peak_instruction: Option<String>,
+    pub trace_events: usize,
+    /// Set when the module could not be analysed (no buffer assignment, inconsistent trace).
+    pub error: Option<String>,
+}
+
+/// Which heap simulator trace was replayed and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// Index in `BufferAssignmentProto.heap_simulator_traces`.
+    pub index: usize,
+    pub events: usize,
+    pub whole_module_simulation: bool,
+    /// `allocation` (the trace of the memory space's temporary allocation) or `most_events`.
+    pub chosen_by: &'static str,
+    /// The allocation the trace belongs to, when chosen by allocation.
+    pub allocation_index: Option<i64>,
+    /// How many traces the buffer assignment holds.
+    pub traces_in_module: usize,
+}
+
+/// Sums over the buffer allocations of the memory space (XProf's header figures).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AllocationTotals {
+    /// Every allocation but the thread-local ones.
+    pub total_allocation_bytes: i64,
+    pub entry_parameters_bytes: i64,
+    /// Thread-local and tuple allocations (XProf's "non-reusable").
+    pub non_reusable_bytes: i64,
+    pub maybe_live_out_bytes: i64,
+    /// Entry-parameter, constant and maybe-live-out allocations (not thread-local).
+    pub indefinite_allocation_bytes: i64,
+    /// Thread-local allocations: counted as non-reusable, left out of every other figure.
+    pub thread_local_bytes: i64,
+    pub allocations: usize,
+    pub indefinite_allocations: usize,
+}
+
+/// A logical buffer live at the peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeakBuffer {
+    pub logical_buffer_id: i64,
+    pub size_bytes: i64,
+    pub unpadded_size_bytes: i64,
+    /// Defining instruction, with the shape index when the value is a tuple element: `fusion.3{1}`.
+    pub instruction: String,
+    pub opcode: String,
+    pub shape: String,
+    pub dtype: String,
+    /// The framework op (`OpMetadata.op_name`), e.g. `jit(f)/jit(main)/dot_general`.
+    pub op_name: String,
+    pub source: Option<SourceLocation>,
+    /// Parameter, Output, Thread-local, Constant or Temporary (from its allocation).
+    pub category: &'static str,
+    pub allocation_index: i64,
+    /// Live for the whole program (not in the trace): no lifetime.
+    pub indefinite: bool,
+    /// First and last program point (trace event index) of its lifetime in the trace.
+    pub lifetime_start: Option<usize>,
+    pub lifetime_end: Option<usize>,
+}
+
+/// Buffers below [`SMALL_BUFFER_BYTES`] live at the peak, grouped.
+#[derive(Debug, Clone, Serialize)]
+pub struct SmallBuffers {
+    pub threshold_bytes: i64,
+    pub count: usize,
+    pub bytes: i64,
+}
+
+/// One point of the heap series.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesPoint {
+    /// Number of trace events applied (0 = before the first).
+    pub index: usize,
+    /// Heap including indefinite allocations.
+    pub heap_bytes: i64,
+    pub unpadded_heap_bytes: i64,
+    /// The instruction of the next event (empty for the last point).
+    pub instruction: String,
+}
+
+/// One module in detail.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleMemory {
+    pub name: String,
+    pub module_name: String,
+    pub program_id: Option<u64>,
+    pub entry_computation: String,
+    pub memory_space: i64,
+    /// `None` when the module has no trace for the memory space (only indefinite allocations).
+    pub trace: Option<TraceInfo>,
+    /// Peak heap: the trace's peak plus `indefinite_bytes`.
+    pub peak_heap_bytes: i64,
+    pub peak_unpadded_heap_bytes: i64,
+    /// Peak of the trace alone (temporaries).
+    pub peak_temp_heap_bytes: i64,
+    /// Added to every point: sizes of the indefinite allocations (see the module docs).
+    pub indefinite_bytes: i64,
+    /// Index of the trace event at which the heap first reached its peak (0 without a trace).
+    pub peak_position: usize,
+    /// Instruction and computation of that event.
+    pub peak_instruction: Option<String>,
+    pub peak_computation: Option<String>,
+    /// Buffers live at the peak of at least [`SMALL_BUFFER_BYTES`], largest first (ties by id).
+    pub peak_buffers: Vec<PeakBuffer>,
+    /// The smaller ones, grouped.
+    pub small_buffers: SmallBuffers,
+    pub totals: AllocationTotals,
+    /// Heap series length before sampling (`trace events + 1`, 0 without a trace).
+    pub series_points_total: usize,
+    pub series_points_shown: usize,
+    /// How `heap_series` was sampled from the full series.
+    pub series_sampling: String,
+    pub heap_series: Vec<SeriesPoint>,
+    /// Largest scoped allocation an instruction asks for in this memory space (TPU backend
+    /// configs' `used_scoped_memory_configs`; computed for memory space 1, as XProf does). Not
+    /// included in the peak.
+    pub max_scoped_allocation: Option<ScopedAllocation>,
+    /// Inconsistencies met (and worked around) in the buffer assignment.
+    pub warnings: Vec<String>,
+}
+
+/// A scoped (per-instruction scratch) allocation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopedAllocation {
+    pub bytes: i64,
+    pub instruction: String,
+}
+
+/// The memory space whose scoped allocations are reported (on-chip VMEM on TPU).
+const SCOPED_MEMORY_SPACE: i64 = 1;
+
+/// The instruction with the largest `used_scoped_memory_configs` entry of `memory_space` in its
+/// JSON backend config (first one on ties).
+pub fn max_scoped_allocation(m: &HloModule, memory_space: i64) -> Option<ScopedAllocation> {
+    fn int(v: Option<&serde_json::Value>) -> i64 {
+        match v {
+            Some(serde_json::Value::Number(n)) => n.as_i64().unwrap_or(0),
+            Some(serde_json::Value::String(s)) => s.parse().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    let mut best: Option<ScopedAllocation> = None;
+    for c in &m.proto.hlo_module.as_ref()?.computations {
+        for ins in &c.instructions {
+            let cfg = &ins.backend_config;
+            if cfg.is_empty() || cfg[0] != b'{' {
+                continue;
+            }
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(cfg) else {
+                continue;
+            };
+            let Some(list) = v
+                .get("used_scoped_memory_configs")
+                .and_then(|x| x.as_array())
+            else {
+                continue;
+            };
+            for e in list {
+                if int(e.get("memory_space")) != memory_space {
+                    continue;
+                }
+                let size = int(e.get("size"));
+                if size > best.as_ref().map_or(0, |b| b.bytes) {
+                    best = Some(ScopedAllocation {
+                        bytes: size,
+                        instruction: ins.name.clone(),
+                    });
+                }
+            }
+        }
+    }
+    best
+}
+
+/// XProf's category of an allocation.
+pub fn allocation_category(a: &BufferAllocationProto) -> &'static str {
+    if a.is_entry_computation_parameter {
+        "Parameter"
+    } else if a.maybe_live_out {
+        "Output"
+    } else if a.is_thread_local {
+        "Thread-local"
+    } else if a.is_constant {
+        "Constant"
+    } else {
+        "Temporary"
+    }
+}
+
+/// Live for the whole program, hence not in the heap simulation: entry parameters, constants and
+/// maybe-live-out allocations. Thread-local allocations (scratch of fused or called computations)
+/// are left out of the heap altogether, as XProf does.
+pub fn is_indefinite(a: &BufferAllocationProto) -> bool {
+    !a.is_thread_local && (a.is_entry_computation_parameter || a.is_constant || a.maybe_live_out)
+}
+
+/// A logical buffer that sits in an allocation and whose defining instruction is known.
+struct Buf<'a> {
+    id: i64,
+    size: i64,
+    unpadded: i64,
+    color: i64,
+    /// Position in `buffer_allocations`.
+    alloc: usize,
+    instr: &'a HloInstructionProto,
+    shape_index: &'a [i64],
+}
+
+struct Buffers<'a> {
+    list: Vec<Buf<'a>>,
+    by_id: HashMap<i64, usize>,
+}
+
+fn index_buffers<'a>(
+    m: &'a HloModule,
+    ba: &'a BufferAssignmentProto,
+    warnings: &mut Vec<String>,
+) -> Buffers<'a> {
+    let lb_by_id: HashMap<i64, usize> = ba
+        .logical_buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.id, i))
+        .collect();
+    let mut list = Vec::new();
+    let mut by_id = HashMap::new();
+    let (mut missing_lb, mut missing_instr) = (0usize, 0usize);
+    for (ai, alloc) in ba.buffer_allocations.iter().enumerate() {
+        for a in &alloc.assigned {
+            let Some(lb) = lb_by_id
+                .get(&a.logical_buffer_id)
+                .map(|&i| &ba.logical_buffers[i])
+            else {
+                missing_lb += 1;
+                continue;
+            };
+            let at = lb.defined_at.as_ref();
+            let instr = at
+                .and_then(|d| m.instruction(d.instruction_id))
+                // Older writers name the instruction instead (XProf would drop the buffer).
+                .or_else(|| {
+                    at.filter(|d| !d.instruction_name.is_empty())
+                        .and_then(|d| m.instruction_by_name(&d.instruction_name))
+                });
+            let Some(instr) = instr else {
+                missing_instr += 1;
+                continue;
+            };
+            let shape_index: &[i64] = at.map(|d| d.shape_index.as_slice()).unwrap_or(&[]);
+            let unpadded = instr
+                .shape
+                .as_ref()
+                .map(|s| shape_unpadded_bytes(buffer_subshape(s, shape_index)))
+                .unwrap_or(0);
+            by_id.insert(lb.id, list.len());
+            list.push(Buf {
+                id: lb.id,
+                size: lb.size,
+                unpadded,
+                color: lb.color,
+                alloc: ai,
+                instr,
+                shape_index,
+            });
+        }
+    }
+    if missing_lb > 0 {
+        warnings.push(format!(
+            "{missing_lb} assigned logical buffer(s) are not in the buffer assignment's list; ignored"
+        ));
+    }
+    if missing_instr > 0 {
+        warnings.push(format!(
+            "{missing_instr} logical buffer(s) are defined by unknown instructions; ignored"
+        ));
+    }
+    Buffers { list, by_id }
+}
+
+/// Result of replaying one heap simulator trace.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// Heap after the first `k` events, `k = 0..=events`.
+    pub heap: Vec<i64>,
+    pub unpadded: Vec<i64>,
+    pub peak_bytes: i64,
+    pub peak_unpadded_bytes: i64,
+    pub peak_position: usize,
+    /// Logical buffers live at the peak, in allocation order; a revived buffer is shown as its
+    /// latest sharer.
+    pub live_at_peak: Vec<i64>,
+    /// Lifetime (first, last event index) of each buffer that got one.
+    pub spans: HashMap<i64, (usize, usize)>,
+    /// Distinct allocations touched by the trace's events.
+    pub allocations_seen: usize,
+}
+
+/// A buffer as the replay sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceBuffer {
+    pub id: i64,
+    pub size: i64,
+    pub unpadded: i64,
+    /// Any key of the allocation holding it (only distinct values are counted).
+    pub allocation: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+struct BufState {
+    refs: i64,
+    canonical: Option<usize>,
+    span: Option<(usize, usize)>,
+    revived: bool,
+}
+
+struct ListEntry {
+    buf: usize,
+    added: usize,
+    removed: Option<usize>,
+}
+
+/// Heap state during a replay.
+struct Sim<'a> {
+    bufs: &'a [TraceBuffer],
+    st: Vec<BufState>,
+    heap: i64,
+    unpadded: i64,
+    /// Buffers whose size is on the heap, in the order they were put there (never reordered;
+    /// removal only stamps the entry).
+    list: Vec<ListEntry>,
+    live_entries: HashMap<usize, Vec<usize>>,
+    last: usize,
+    out: Replay,
+}
+
+impl Sim<'_> {
+    fn root(&self, mut b: usize) -> Result<usize, String> {
+        for _ in 0..=self.st.len() {
+            match self.st[b].canonical {
+                Some(c) => b = c,
+                None => return Ok(b),
+            }
+        }
+        Err("SHARE_WITH links form a cycle".to_string())
+    }
+
+    fn increase(&mut self, x: usize, pos: usize, init_span: bool) {
+        self.live_entries
+            .entry(x)
+            .or_default()
+            .push(self.list.len());
+        self.list.push(ListEntry {
+            buf: x,
+            added: pos,
+            removed: None,
+        });
+        self.heap += self.bufs[x].size;
+        self.unpadded += self.bufs[x].unpadded;
+        if self.heap > self.out.peak_bytes {
+            self.out.peak_bytes = self.heap;
+            self.out.peak_unpadded_bytes = self.unpadded;
+            self.out.peak_position = pos;
+        }
+        if init_span {
+            self.st[x].span = Some((pos, self.last));
+        }
+    }
+
+    fn decrease(&mut self, r: usize, pos: usize) -> Result<(), String> {
+        for e in self.live_entries.remove(&r).unwrap_or_default() {
+            self.list[e].removed = Some(pos);
+        }
+        self.heap -= self.bufs[r].size;
+        if self.heap < 0 {
+            return Err(format!("the heap size becomes negative at event {pos}"));
+        }
+        self.unpadded -= self.bufs[r].unpadded;
+        // A revived root keeps the lifetime it had; the revival is the sharer's.
+        if !self.st[r].revived {
+            if let Some(s) = self.st[r].span.as_mut() {
+                s.1 = pos;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Replays one heap simulator trace over `buffers` (see the module docs for the rules). Events on
+/// buffers not in `buffers` only advance the position, as in XProf; a buffer id listed twice
+/// refers to its last entry.
+pub fn replay(trace: &HeapSimulatorTrace, buffers: &[TraceBuffer]) -> Result<Replay, String> {
+    let n = trace.events.len();
+    let by_id: HashMap<i64, usize> = buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
+    let mut sim = Sim {
+        bufs: buffers,
+        st: vec![BufState::default(); buffers.len()],
+        heap: 0,
+        unpadded: 0,
+        list: Vec::new(),
+        live_entries: HashMap::new(),
+        last: n.saturating_sub(1),
+        out: Replay {
+            heap: Vec::with_capacity(n + 1),
+            unpadded: Vec::with_capacity(n + 1),
+            ..Default::default()
+        },
+    };
+    // (event, root, sharer): a revived root is shown as its sharer from that event on.
+    let mut shown_as: Vec<(usize, usize, usize)> = Vec::new();
+    let mut allocs: BTreeSet<usize> = BTreeSet::new();
+
+    for (pos, ev) in trace.events.iter().enumerate() {
+        sim.out.heap.push(sim.heap);
+        sim.out.unpadded.push(sim.unpadded);
+        let Some(&b) = by_id.get(&ev.buffer_id) else {
+            continue;
+        };
+        allocs.insert(buffers[b].allocation);
+        match Kind::try_from(ev.kind) {
+            Ok(Kind::Alloc) => {
+                let r = sim.root(b)?;
+                sim.st[r].refs += 1;
+                sim.increase(b, pos, true);
+            }
+            Ok(Kind::Free) => {
+                let r = sim.root(b)?;
+                sim.st[r].refs -= 1;
+                if sim.st[r].refs < 0 {
+                    return Err(format!(
+                        "buffer {} is freed more often than allocated (event {pos})",
+                        ev.buffer_id
+                    ));
+                }
+                if sim.st[r].refs == 0 {
+                    sim.decrease(r, pos)?;
+                }
+                if sim.st[b].canonical.is_some() {
+                    if let Some(s) = sim.st[b].span.as_mut() {
+                        s.1 = pos;
+                    }
+                }
+            }
+            Ok(Kind::ShareWith) => {
+                let Some(&c) = by_id.get(&ev.share_with_canonical_id) else {
+                    continue;
+                };
+                sim.st[b].canonical = Some(c);
+                let r = sim.root(c)?;
+                sim.st[r].refs += 1;
+                if sim.st[r].refs == 1 {
+                    // The root's memory had been released and is taken again by the sharer.
+                    shown_as.push((pos, r, b));
+                    sim.st[r].revived = true;
+                    sim.st[b].span = Some((pos, sim.last));
+                    sim.increase(r, pos, false);
+                }
+            }
+            Err(_) => return Err(format!("unknown event kind {} at event {pos}", ev.kind)),
+        }
+    }
+    let Sim {
+        st,
+        heap,
+        unpadded,
+        list,
+        mut out,
+        ..
+    } = sim;
+    out.heap.push(heap);
+    out.unpadded.push(unpadded);
+    out.allocations_seen = allocs.len();
+
+    let p = out.peak_position;
+    let mut shown: HashMap<usize, usize> = HashMap::new();
+    for &(_, r, s) in shown_as.iter().take_while(|x| x.0 <= p) {
+        shown.insert(r, s);
+    }
+    if out.peak_bytes > 0 {
+        out.live_at_peak = list
+            .iter()
+            .filter(|e| e.added <= p && e.removed.is_none_or(|r| r > p))
+            .map(|e| buffers[*shown.get(&e.buf).unwrap_or(&e.buf)].id)
+            .collect();
+    }
+    out.spans = st
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.span.map(|sp| (buffers[i].id, sp)))
+        .collect();
+    Ok(out)
+}
+
+/// Picks the trace to replay for a memory space; see the module docs.
+fn choose_trace(
+    ba: &BufferAssignmentProto,
+    bufs: &Buffers<'_>,
+    color: i64,
+    warnings: &mut Vec<String>,
+) -> Option<TraceInfo> {
+    let mut alloc_trace: Vec<Option<usize>> = vec![None; ba.buffer_allocations.len()];
+    for (i, t) in ba.heap_simulator_traces.iter().enumerate() {
+        let Some(first) = t.events.first() else {
+            continue;
+        };
+        if let Some(&b) = bufs.by_id.get(&first.buffer_id) {
+            alloc_trace[bufs.list[b].alloc] = Some(i);
+        }
+    }
+    let events_of_color = |t: &HeapSimulatorTrace| {
+        t.events
+            .iter()
+            .filter(|e| {
+                bufs.by_id
+                    .get(&e.buffer_id)
+                    .is_some_and(|&b| bufs.list[b].color == color)
+            })
+            .count()
+    };
+    let candidates: Vec<(usize, usize)> = ba
+        .buffer_allocations
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.color == color && !is_indefinite(a))
+        .filter_map(|(ai, _)| alloc_trace[ai].map(|t| (ai, t)))
+        .collect();
+    let info = |index: usize, chosen_by, allocation_index| {
+        let t = &ba.heap_simulator_traces[index];
+        TraceInfo {
+            index,
+            events: t.events.len(),
+            whole_module_simulation: t.whole_module_simulation,
+            chosen_by,
+            allocation_index,
+            traces_in_module: ba.heap_simulator_traces.len(),
+        }
+    };
+    if !candidates.is_empty() {
+        let &(ai, ti) = candidates
+            .iter()
+            .max_by(|a, b| {
+                let (ea, eb) = (
+                    ba.heap_simulator_traces[a.1].events.len(),
+                    ba.heap_simulator_traces[b.1].events.len(),
+                );
+                ea.cmp(&eb).then(b.1.cmp(&a.1))
+            })
+            .unwrap_or(&candidates[0]);
+        if candidates.len() > 1 {
+            warnings.push(format!(
+                "{} temporary allocations of memory space {color} have a heap simulator trace; \
+                 showing trace {ti} (most events). XProf's pick among them depends on hash-map order",
+                candidates.len()
+            ));
+        }
+        return Some(info(
+            ti,
+            "allocation",
+            Some(ba.buffer_allocations[ai].index),
+        ));
+    }
+    let mut best: Option<(usize, usize)> = None;
+    for (i, t) in ba.heap_simulator_traces.iter().enumerate() {
+        let n = events_of_color(t);
+        if n > best.map_or(0, |b| b.1) {
+            best = Some((i, n));
+        }
+    }
+    best.map(|(i, _)| info(i, "most_events", None))
+}
+
+/// The memory of one module in one memory space.
+pub fn module_memory(m: &HloModule, memory_space: i64) -> Result<ModuleMemory, String> {
+    let ba = m
+        .buffer_assignment()
+        .ok_or_else(|| "the module has no buffer assignment".to_string())?;
+    let mut warnings = Vec::new();
+    let bufs = index_buffers(m, ba, &mut warnings);
+    let color = memory_space;
+
+    let trace = choose_trace(ba, &bufs, color, &mut warnings);
+    let rep = match &trace {
+        Some(t) => {
+            let tb: Vec<TraceBuffer> = bufs
+                .list
+                .iter()
+                .map(|x| TraceBuffer {
+                    id: x.id,
+                    size: x.size,
+                    unpadded: x.unpadded,
+                    allocation: x.alloc,
+                })
+                .collect();
+            let r = replay(&ba.heap_simulator_traces[t.index], &tb)
+                .map_err(|e| format!("heap simulator trace {}: {e}", t.index))?;
+            if r.allocations_seen != 1 {
+                warnings.push(format!(
+                    "the trace's events touch {} allocations, not one; XProf refuses such a module",
+                    r.allocations_seen
+                ));
+            }
+            r
+        }
+        None => Replay::default(),
+    };
+
+    // Allocation totals and the indefinite allocations' largest buffers.
+    let mut totals = AllocationTotals::default();
+    let mut indefinite_bytes = 0i64;
+    let mut peak_ids: Vec<(usize, bool)> = Vec::new();
+    for a in &ba.buffer_allocations {
+        if a.color != color {
+            continue;
+        }
+        totals.allocations += 1;
+        if a.is_thread_local || a.is_tuple {
+            totals.non_reusable_bytes += a.size;
+        }
+        if a.is_thread_local {
+            totals.thread_local_bytes += a.size;
+            continue;
+        }
+        totals.total_allocation_bytes += a.size;
+        if a.is_entry_computation_parameter {
+            totals.entry_parameters_bytes += a.size;
+        }
+        if a.maybe_live_out {
+            totals.maybe_live_out_bytes += a.size;
+        }
+        if !is_indefinite(a) {
+            continue;
+        }
+        totals.indefinite_allocations += 1;
+        totals.indefinite_allocation_bytes += a.size;
+        let mut best: Option<usize> = None;
+        for asg in &a.assigned {
+            if let Some(&b) = bufs.by_id.get(&asg.logical_buffer_id) {
+                if bufs.list[b].size > best.map_or(0, |x| bufs.list[x].size) {
+                    best = Some(b);
+                }
+            }
+        }
+        if let Some(b) = best {
+            indefinite_bytes += a.size;
+            if color == 0 {
+                peak_ids.push((b, true));
+            }
+        }
+    }
+    for id in &rep.live_at_peak {
+        if let Some(&b) = bufs.by_id.get(id) {
+            peak_ids.push((b, false));
+        }
+    }
+
+    let mut peak_buffers = Vec::new();
+    let mut small = SmallBuffers {
+        threshold_bytes: SMALL_BUFFER_BYTES,
+        count: 0,
+        bytes: 0,
+    };
+    for (b, indefinite) in peak_ids {
+        let x = &bufs.list[b];
+        if x.size < SMALL_BUFFER_BYTES {
+            small.count += 1;
+            small.bytes += x.size;
+            continue;
+        }
+        let alloc = &ba.buffer_allocations[x.alloc];
+        let shape = x
+            .instr
+            .shape
+            .as_ref()
+            .map(|s| buffer_subshape(s, x.shape_index));
+        let span = if indefinite {
+            None
+        } else {
+            rep.spans.get(&x.id)
+        };
+        peak_buffers.push(PeakBuffer {
+            logical_buffer_id: x.id,
+            size_bytes: x.size,
+            unpadded_size_bytes: x.unpadded,
+            instruction: instruction_with_index(&x.instr.name, x.shape_index),
+            opcode: x.instr.opcode.clone(),
+            shape: shape.map(shape_text).unwrap_or_default(),
+            dtype: shape
+                .map(|s| dtype_name(s.element_type).to_string())
+                .unwrap_or_default(),
+            op_name: x
+                .instr
+                .metadata
+                .as_ref()
+                .map(|md| md.op_name.clone())
+                .unwrap_or_default(),
+            source: m.source_location(x.instr),
+            category: allocation_category(alloc),
+            allocation_index: alloc.index,
+            indefinite,
+            lifetime_start: span.map(|s| s.0),
+            lifetime_end: span.map(|s| s.1),
+        });
+    }
+    peak_buffers.sort_by(|a, b| {
+        b.size_bytes
+            .cmp(&a.size_bytes)
+            .then(a.logical_buffer_id.cmp(&b.logical_buffer_id))
+    });
+
+    let (peak_instruction, peak_computation) = match &trace {
+        Some(t) => {
+            let ev = ba.heap_simulator_traces[t.index]
+                .events
+                .get(rep.peak_position);
+            (
+                ev.map(|e| e.instruction_name.clone()),
+                ev.map(|e| e.computation_name.clone()),
+            )
+        }
+        None => (None, None),
+    };
+    let names: Vec<&str> = match &trace {
+        Some(t) => ba.heap_simulator_traces[t.index]
+            .events
+            .iter()
+            .map(|e| e.instruction_name.as_str())
+            .collect(),
+        None => Vec::new(),
+    };
+    let total = rep.heap.len();
+    let (shown, sampling) = sample_series(&rep.heap, rep.peak_position + 1);
+    let heap_series = shown
+        .into_iter()
+        .map(|k| SeriesPoint {
+            index: k,
+            heap_bytes: rep.heap[k] + indefinite_bytes,
+            unpadded_heap_bytes: rep.unpadded[k] + indefinite_bytes,
+            instruction: names.get(k).map(|s| s.to_string()).unwrap_or_default(),
+        })
+        .collect::<Vec<_>>();
+
+    Ok(ModuleMemory {
+        name: m.name.clone(),
+        module_name: m.module_name.clone(),
+        program_id: m.program_id,
+        entry_computation: m
+            .proto
+            .hlo_module
+            .as_ref()
+            .map(|h| h.entry_computation_name.clone())
+            .unwrap_or_default(),
+        memory_space,
+        trace,
+        peak_heap_bytes: rep.peak_bytes + indefinite_bytes,
+        peak_unpadded_heap_bytes: rep.peak_unpadded_bytes + indefinite_bytes,
+        peak_temp_heap_bytes: rep.peak_bytes,
+        indefinite_bytes,
+        peak_position: rep.peak_position,
+        peak_instruction,
+        peak_computation,
+        peak_buffers,
+        small_buffers: small,
+        totals,
+        series_points_total: total,
+        series_points_shown: heap_series.len(),
+        series_sampling: sampling,
+        heap_series,
+        max_scoped_allocation: (memory_space == SCOPED_MEMORY_SPACE)
+            .then(|| max_scoped_allocation(m, memory_space))
+            .flatten(),
+        warnings,
+    })
+}
+
+/// `name{i,j}` for a tuple element, `name` otherwise (XProf's display name of a buffer).
+fn instruction_with_index(name: &str, shape_index: &[i64]) -> String {
+    if shape_index.is_empty() {
+        name.to_string()
+    } else {
+        let idx: Vec<String> = shape_index.iter().map(|i| i.to_string()).collect();
+        format!("{name}{{{}}}", idx.join(","))
+    }
+}
+
+/// Indices of the points to draw: all of them up to [`MAX_SERIES_POINTS`], else the lowest and
+/// highest point of each run of consecutive points (plus the peak), in order.
+fn sample_series(heap: &[i64], peak_index: usize) -> (Vec<usize>, String) {
+    let n = heap.len();
+    if n <= MAX_SERIES_POINTS {
+        return ((0..n).collect(), "none: every point".to_string());
+    }
+    let buckets = MAX_SERIES_POINTS / 2 - 1;
+    let run = n.div_ceil(buckets);
+    let mut out = Vec::with_capacity(MAX_SERIES_POINTS);
+    for start in (0..n).step_by(run) {
+        let end = (start + run).min(n);
+        let (mut lo, mut hi) = (start, start);
+        for k in start..end {
+            if heap[k] < heap[lo] {
+                lo = k;
+            }
+            if heap[k] > heap[hi] {
+                hi = k;
+            }
+        }
+        if (start..end).contains(&peak_index) && heap[peak_index] == heap[hi] {
+            hi = peak_index;
+        }
+        let (a, b) = (lo.min(hi), lo.max(hi));
+        out.push(a);
+        if b != a {
+            out.push(b);
+        }
+    }
+    (
+        out,
+        format!("min and max of each run of {run} consecutive points (the peak is kept)"),
+    )
+}
+
+/// The memory viewer of one profile: every module's peak, and `module` (or the only module) in
+/// detail.
+pub fn memory_viewer(p: &Profile, module: Option<&str>, memory_space: i64) -> MemoryViewer {
+    let idx = hlo_index(p);
+    memory_viewer_of(&idx, module, memory_space)
+}
+
+/// [`memory_viewer`] on an already built index.
+pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64) -> MemoryViewer {
+    let mut selection_error = None;
+    let target: Option<usize> = match module {
+        Some(q) => match idx.find(q) {
+            Ok(m) => idx.modules.iter().position(|x| std::ptr::eq(x, m)),
+            Err(e) => {
+                selection_error = Some(e);
+                None
+            }
+        },
+        None if idx.modules.len() == 1 => Some(0),
+        None => None,
+    };
+    let mut selected = None;
+    let mut modules = Vec::with_capacity(idx.modules.len());
+    for (i, m) in idx.modules.iter().enumerate() {
+        let mut summary = ModuleSummary {
+            name: m.name.clone(),
+            module_name: m.module_name.clone(),
+            program_id: m.program_id,
+            peak_heap_bytes: 0,
+            peak_position: 0,
+            peak_instruction: None,
+            trace_events: 0,
+            error: None,
+        };
+        match module_memory(m, memory_space) {
+            Ok(mm) => {
+                summary.peak_heap_bytes = mm.peak_heap_bytes;
+                summary.peak_position = mm.peak_position;
+                summary.peak_instruction = mm.peak_instruction.clone();
+                summary.trace_events = mm.trace.as_ref().map_or(0, |t| t.events);
+                if target == Some(i) {
+                    selected = Some(mm);
+                }
+            }
+            Err(e) => {
+                if target == Some(i) {
+                    selection_error = Some(format!("module {}: {e}", m.name));
+                }
+                summary.error = Some(e);
+            }
+        }
+        modules.push(summary);
+    }
+    modules.sort_by(|a, b| {
+        b.peak_heap_bytes
+            .cmp(&a.peak_heap_bytes)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    MemoryViewer {
+        memory_space,
+        modules,
+        selected,
+        selection_error,
+        hlo_errors: idx.errors.clone(),
+    }
+}
+
+/// The memory viewer of every host of the given sessions.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryViewerReport {
+    pub memory_space: i64,
+    pub module: Option<String>,
+    pub hosts: Vec<HostMemoryViewer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostMemoryViewer {
+    pub session: String,
+    pub host: String,
+    pub file: String,
+    /// Set when the file could not be read.
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub viewer: Option<MemoryViewer>,
+}
+
+/// Runs the memory viewer over every host of `sessions`.
+pub fn report(
+    sessions: &[Session],
+    load: &mut Loader<'_>,
+    module: Option<&str>,
+    memory_space: i64,
+) -> MemoryViewerReport {
+    let mut hosts = Vec::new();
+    for s in sessions {
+        for h in &s.hosts {
+            let file = h.path.display().to_string();
+            let (viewer, error) = match load(h) {
+                Ok(p) => (Some(memory_viewer(&p, module, memory_space)), None),
+                Err(e) => (None, Some(e)),
+            };
+            hosts.push(HostMemoryViewer {
+                session: s.name.clone(),
+                host: h.host.clone(),
+                file,
+                error,
+                viewer,
+            });
+        }
+    }
+    MemoryViewerReport {
+        memory_space,
+        module: module.map(str::to_string),
+        hosts,
+    }
+}
+
+fn mib(b: i64) -> String {
+    format!("{:.3} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// Plain-text rendering.
+pub fn render_text(r: &MemoryViewerReport) -> String {
+    let mut o = String::new();
+    for h in &r.hosts {
+        o.push_str(&format!("== {} / {} ({})\n", h.session, h.host, h.file));
+        if let Some(e) = &h.error {
+            o.push_str(&format!("  error: {e}\n"));
+        }
+        let Some(v) = &h.viewer else { continue };
+        for e in &v.hlo_errors {
+            o.push_str(&format!("  HLO error: {e}\n"));
+        }
+        if v.modules.is_empty() {
+            o.push_str("  no HLO modules with a buffer assignment in this profile\n");
+            continue;
+        }
+        o.push_str(&format!(
+            "  modules (memory space {}), largest peak first:\n",
+            v.memory_space
+        ));
+        for m in &v.modules {
+            match &m.error {
+                Some(e) => o.push_str(&format!("    {:<48} error: {e}\n", m.name)),
+                None if m.trace_events == 0 => o.push_str(&format!(
+                    "    {:<48} peak {:>14}  (no heap simulator trace: whole-program buffers only)\n",
+                    m.name,
+                    mib(m.peak_heap_bytes)
+                )),
+                None => o.push_str(&format!(
+                    "    {:<48} peak {:>14}  at event {} ({})\n",
+                    m.name,
+                    mib(m.peak_heap_bytes),
+                    m.peak_position,
+                    m.peak_instruction.as_deref().unwrap_or("-")
+                )),
+            }
+        }
+        if let Some(e) = &v.selection_error {
+            o.push_str(&format!("  {e}\n"));
+        }
+        let Some(s) = &v.selected else {
+            if r.module.is_none() {
+                o.push_str("  (choose a module with --module NAME for its peak buffers)\n");
+            }
+            continue;
+        };
+        o.push_str(&format!(
+            "\n  module {} (entry {}), memory space {}\n",
+            s.name, s.entry_computation, s.memory_space
+        ));
+        o.push_str(&format!(
+            "  peak heap {} (unpadded {}), temporaries {} + indefinite {}\n",
+            mib(s.peak_heap_bytes),
+            mib(s.peak_unpadded_heap_bytes),
+            mib(s.peak_temp_heap_bytes),
+            mib(s.indefinite_bytes)
+        ));
+        match &s.trace {
+            Some(t) => o.push_str(&format!(
+                "  peak at event {} of {} ({} in {}); trace {} chosen by {}\n",
+                s.peak_position,
+                t.events,
+                s.peak_instruction.as_deref().unwrap_or("-"),
+                s.peak_computation.as_deref().unwrap_or("-"),
+                t.index,
+                t.chosen_by
+            )),
+            None => o.push_str("  no heap simulator trace for this memory space\n"),
+        }
+        let t = &s.totals;
+        o.push_str(&format!(
+            "  allocations: total {}, parameters {}, maybe-live-out {}, non-reusable {}, indefinite {}\n",
+            mib(t.total_allocation_bytes),
+            mib(t.entry_parameters_bytes),
+            mib(t.maybe_live_out_bytes),
+            mib(t.non_reusable_bytes),
+            mib(t.indefinite_allocation_bytes)
+        ));
+        o.push_str("  buffers live at the peak:\n");
+        for b in &s.peak_buffers {
+            let life = match (b.lifetime_start, b.lifetime_end) {
+                (Some(a), Some(z)) => format!("[{a}, {z}]"),
+                _ => "whole program".to_string(),
+            };
+            o.push_str(&format!(
+                "    {:>14}  {:<12} {:<32} {:<36} {}  {}\n",
+                mib(b.size_bytes),
+                b.category,
+                b.instruction,
+                b.shape,
+                life,
+                b.op_name
+            ));
+        }
+        if s.small_buffers.count > 0 {
+            o.push_str(&format!(
+                "    {:>14}  {} buffers under {} bytes\n",
+                mib(s.small_buffers.bytes),
+                s.small_buffers.count,
+                s.small_buffers.threshold_bytes
+            ));
+        }
+        for w in &s.warnings {
+            o.push_str(&format!("  warning: {w}\n"));
+        }
+    }
+    o
+}
+
+/// CSV of the selected modules' peak buffers (one row per buffer and host).
+pub fn render_csv(r: &MemoryViewerReport) -> String {
+    use crate::tools::csv_field;
+    let mut o = String::from(
+        "session,host,module,rank,logical_buffer_id,size_bytes,unpadded_size_bytes,category,instruction,opcode,shape,op_name,source,lifetime_start,lifetime_end\n",
+    );
+    for h in &r.hosts {
+        let Some(s) = h.viewer.as_ref().and_then(|v| v.selected.as_ref()) else {
+            continue;
+        };
+        for (i, b) in s.peak_buffers.iter().enumerate() {
+            let src = b
+                .source
+                .as_ref()
+                .map(|x| format!("{}:{}", x.file, x.line))
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                csv_field(&h.session),
+                csv_field(&h.host),
+                csv_field(&s.name),
+                i + 1,
+                b.logical_buffer_id,
+                b.size_bytes,
+                b.unpadded_size_bytes,
+                b.category,
+                csv_field(&b.instruction),
+                csv_field(&b.opcode),
+                csv_field(&b.shape),
+                csv_field(&b.op_name),
+                csv_field(&src),
+                b.lifetime_start.map(|x| x.to_string()).unwrap_or_default(),
+                b.lifetime_end.map(|x| x.to_string()).unwrap_or_default(),
+            ));
+        }
+    }
+    o
+}

@@ -1,0 +1,415 @@
+// xlens trace viewer: a canvas renderer fed by the level-of-detail API (/api/trace/viewport).
+// Navigation: W/S zoom at the cursor, A/D pan, wheel scrolls (ctrl/cmd + wheel zooms), drag pans,
+// shift + drag selects a time range, click selects an event and pins its details.
+
+const root = document.getElementById('trace');
+const params = new URLSearchParams(location.search);
+const run = params.get('run') || '';
+const host = params.get('host') || '';
+const q = (extra) => {
+  const p = new URLSearchParams({ run, ...extra });
+  if (host) p.set('host', host);
+  return p.toString();
+};
+
+const ROW = 18, GROUP = 22, RULER = 26, LABEL_W = 260;
+const canvas = root.querySelector('canvas');
+const ctx = canvas.getContext('2d');
+const status = root.querySelector('.tv-status');
+const details = document.getElementById('tv-details');
+const tooltip = root.querySelector('.tv-tooltip');
+
+const state = {
+  data: null,          // last viewport response
+  start: 0, end: 1,    // window shown (ps)
+  span: [0, 1],
+  scrollY: 0,
+  collapsed: new Set(), // group names and "t<id>" track ids
+  selected: null,      // {track, index}
+  range: null,         // [a, b] ps
+  mouse: null,         // {x, y}
+  layout: [],          // rows: {kind:'group'|'track', y, h, group, track}
+  pending: null,
+  lastDraw: 0,
+};
+
+function fmt(ps) {
+  const a = Math.abs(ps);
+  if (a >= 1e12) return (ps / 1e12).toFixed(a >= 1e13 ? 2 : 3) + ' s';
+  if (a >= 1e9) return (ps / 1e9).toFixed(a >= 1e11 ? 1 : 3) + ' ms';
+  if (a >= 1e6) return (ps / 1e6).toFixed(a >= 1e8 ? 1 : 3) + ' µs';
+  if (a >= 1e3) return (ps / 1e3).toFixed(1) + ' ns';
+  return ps + ' ps';
+}
+
+function colorOf(name, alpha) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return `hsla(${h % 360}, 55%, ${58 + (h >> 9) % 14}%, ${alpha})`;
+}
+
+function resize() {
+  const r = root.querySelector('.tv-canvas-wrap').getBoundingClientRect();
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.floor(r.width * dpr));
+  canvas.height = Math.max(1, Math.floor(r.height * dpr));
+  canvas.style.width = r.width + 'px';
+  canvas.style.height = r.height + 'px';
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+}
+
+const plotW = () => canvas.clientWidth - LABEL_W;
+const xOf = (ps) => LABEL_W + (ps - state.start) / (state.end - state.start) * plotW();
+const psOf = (x) => state.start + (x - LABEL_W) / plotW() * (state.end - state.start);
+
+async function fetchViewport() {
+  if (state.pending) state.pending.abort();
+  const ac = new AbortController();
+  state.pending = ac;
+  const width = Math.max(1, Math.round(plotW()));
+  const t0 = performance.now();
+  try {
+    const r = await fetch('/api/trace/viewport?' + q({ start_ps: Math.floor(state.start), end_ps: Math.ceil(state.end), width }), { signal: ac.signal });
+    const j = await r.json();
+    if (!r.ok) { status.textContent = j.error || 'error'; return; }
+    state.data = j;
+    state.fetchMs = performance.now() - t0;
+    draw();
+  } catch (e) {
+    if (e.name !== 'AbortError') status.textContent = String(e);
+  }
+}
+
+let fetchTimer = 0;
+function refetchSoon() {
+  clearTimeout(fetchTimer);
+  fetchTimer = setTimeout(fetchViewport, 60);
+}
+
+function computeLayout() {
+  const rows = [];
+  let y = RULER;
+  let lastGroup = null;
+  for (const t of state.data.tracks) {
+    if (t.group !== lastGroup) {
+      rows.push({ kind: 'group', y, h: GROUP, group: t.group });
+      y += GROUP;
+      lastGroup = t.group;
+    }
+    if (state.collapsed.has(t.group)) continue;
+    const h = state.collapsed.has('t' + t.id) ? ROW : Math.max(1, t.depths) * ROW;
+    rows.push({ kind: 'track', y, h, group: t.group, track: t });
+    y += h;
+  }
+  state.layout = rows;
+  state.contentH = y;
+}
+
+function trackRow(id) {
+  return state.layout.find((r) => r.kind === 'track' && r.track.id === id);
+}
+
+function draw() {
+  const t0 = performance.now();
+  const W = canvas.clientWidth, H = canvas.clientHeight;
+  ctx.clearRect(0, 0, W, H);
+  if (!state.data) return;
+  computeLayout();
+  state.scrollY = Math.max(0, Math.min(state.scrollY, Math.max(0, state.contentH - H + 40)));
+  const names = state.data.names;
+  const sy = state.scrollY;
+  const visible = new Map();
+  for (const r of state.layout) {
+    if (r.kind === 'track' && r.y - sy + r.h >= RULER && r.y - sy <= H) visible.set(r.track.id, r);
+  }
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(LABEL_W, RULER, W - LABEL_W, H - RULER);
+  ctx.clip();
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  let drawn = 0;
+  // Summaries (runs of sub-pixel events): light boxes in the colour of their longest event.
+  for (const s of state.data.summaries) {
+    const r = visible.get(s.track);
+    if (!r) continue;
+    if (state.collapsed.has('t' + s.track) && s.depth > 0) continue;
+    const x0 = xOf(s.start_ps), x1 = Math.max(xOf(s.end_ps), x0 + 1);
+    if (x1 < LABEL_W || x0 > W) continue;
+    const y = r.y - sy + s.depth * ROW;
+    ctx.fillStyle = colorOf(names[s.name], 0.45);
+    ctx.fillRect(x0, y + 2, x1 - x0, ROW - 4);
+    drawn++;
+  }
+  // Events at least about a pixel wide.
+  for (const e of state.data.events) {
+    const r = visible.get(e.track);
+    if (!r) continue;
+    if (state.collapsed.has('t' + e.track) && e.depth > 0) continue;
+    let x0 = xOf(e.start_ps), x1 = xOf(e.start_ps + e.dur_ps);
+    if (x1 < LABEL_W || x0 > W) continue;
+    x0 = Math.max(x0, LABEL_W - 2); x1 = Math.min(x1, W + 2);
+    const w = Math.max(1, x1 - x0);
+    const y = r.y - sy + e.depth * ROW;
+    const name = names[e.name];
+    const sel = state.selected && state.selected.track === e.track && state.selected.index === e.index;
+    ctx.fillStyle = colorOf(name, 1);
+    ctx.fillRect(x0, y + 1, w, ROW - 2);
+    if (sel) { ctx.strokeStyle = '#111'; ctx.lineWidth = 2; ctx.strokeRect(x0, y + 1, w, ROW - 2); }
+    if (w > 30) {
+      ctx.fillStyle = '#111';
+      const maxChars = Math.floor((w - 6) / 6);
+      ctx.fillText(name.length > maxChars ? name.slice(0, Math.max(1, maxChars - 1)) + '…' : name, x0 + 3, y + ROW / 2);
+    }
+    drawn++;
+  }
+  // Selected range.
+  if (state.range) {
+    const [a, b] = state.range;
+    ctx.fillStyle = 'rgba(58, 91, 217, 0.12)';
+    ctx.fillRect(xOf(a), RULER, xOf(b) - xOf(a), H - RULER);
+  }
+  ctx.restore();
+  // Labels and group headers.
+  ctx.font = '12px system-ui, sans-serif';
+  for (const r of state.layout) {
+    const y = r.y - sy;
+    if (y + r.h < RULER || y > H) continue;
+    if (r.kind === 'group') {
+      ctx.fillStyle = '#eef1f8';
+      ctx.fillRect(0, y, W, r.h);
+      ctx.fillStyle = '#1d2330';
+      ctx.font = 'bold 12px system-ui, sans-serif';
+      ctx.fillText((state.collapsed.has(r.group) ? '▸ ' : '▾ ') + r.group, 6, y + r.h / 2);
+      ctx.font = '12px system-ui, sans-serif';
+    } else {
+      ctx.fillStyle = '#fff';
+      ctx.fillRect(0, y, LABEL_W - 1, r.h);
+      ctx.fillStyle = '#1d2330';
+      const t = r.track;
+      const label = (t.depths > 1 ? (state.collapsed.has('t' + t.id) ? '▸ ' : '▾ ') : '  ') + t.name;
+      ctx.fillText(label.length > 38 ? label.slice(0, 37) + '…' : label, 8, y + ROW / 2);
+      ctx.strokeStyle = '#eceef3';
+      ctx.beginPath(); ctx.moveTo(0, y + r.h - 0.5); ctx.lineTo(W, y + r.h - 0.5); ctx.stroke();
+    }
+  }
+  drawRuler(W);
+  const ms = performance.now() - t0;
+  state.lastDraw = ms;
+  const d = state.data;
+  status.textContent = `${fmt(state.end - state.start)} shown · ${d.events.length} events + ${d.summaries.length} merged boxes ` +
+    `(${d.summaries.reduce((a, s) => a + s.count, 0)} events narrower than a pixel) of ${d.total_events} in the trace · ` +
+    `drawn in ${ms.toFixed(1)} ms · server ${state.fetchMs ? state.fetchMs.toFixed(0) : '?'} ms`;
+  root.dataset.drawn = String(drawn);
+  root.dataset.drawMs = ms.toFixed(2);
+}
+
+function drawRuler(W) {
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, W, RULER);
+  ctx.strokeStyle = '#c9cedb';
+  ctx.beginPath(); ctx.moveTo(0, RULER - 0.5); ctx.lineTo(W, RULER - 0.5); ctx.stroke();
+  const span = state.end - state.start;
+  const target = span / (plotW() / 110);
+  const step = Math.pow(10, Math.ceil(Math.log10(Math.max(1, target))));
+  const nice = [step / 5, step / 2, step].find((s) => s >= target) || step;
+  ctx.fillStyle = '#687083';
+  ctx.font = '11px system-ui, sans-serif';
+  const first = Math.ceil(state.start / nice) * nice;
+  for (let t = first; t <= state.end; t += nice) {
+    const x = xOf(t);
+    ctx.beginPath(); ctx.moveTo(x, RULER - 8); ctx.lineTo(x, RULER); ctx.stroke();
+    ctx.fillText(fmt(t - state.span[0]), x + 3, 10);
+  }
+  ctx.fillStyle = '#1d2330';
+  ctx.fillText(run + (host ? ' · ' + host : ''), 6, 10);
+}
+
+function hit(x, y) {
+  if (!state.data || x < LABEL_W) return null;
+  const yy = y + state.scrollY;
+  const r = state.layout.find((r) => r.kind === 'track' && yy >= r.y && yy < r.y + r.h);
+  if (!r) return null;
+  const depth = Math.floor((yy - r.y) / ROW);
+  const ps = psOf(x);
+  const tol = (state.end - state.start) / plotW() * 2;
+  let best = null;
+  for (const e of state.data.events) {
+    if (e.track !== r.track.id || e.depth !== depth) continue;
+    if (ps >= e.start_ps - tol && ps <= e.start_ps + e.dur_ps + tol) { best = { type: 'event', e }; break; }
+  }
+  if (!best) {
+    for (const s of state.data.summaries) {
+      if (s.track === r.track.id && s.depth === depth && ps >= s.start_ps - tol && ps <= s.end_ps + tol) { best = { type: 'summary', s }; break; }
+    }
+  }
+  return best;
+}
+
+function zoom(factor, atX) {
+  const x = atX == null ? LABEL_W + plotW() / 2 : atX;
+  const at = psOf(x);
+  let span = (state.end - state.start) * factor;
+  span = Math.max(span, 1000); // 1 ns
+  const frac = (x - LABEL_W) / plotW();
+  state.start = at - span * frac;
+  state.end = state.start + span;
+  draw();
+  refetchSoon();
+}
+
+function pan(frac) {
+  const d = (state.end - state.start) * frac;
+  state.start += d; state.end += d;
+  draw();
+  refetchSoon();
+}
+
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+}
+
+async function select(track, index) {
+  state.selected = { track, index };
+  draw();
+  const r = await fetch('/api/trace/event?' + q({ track, index }));
+  const d = await r.json();
+  if (!r.ok) { details.innerHTML = `<div class="error">${esc(d.error)}</div>`; return; }
+  const rows = d.stats.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="name">${esc(v)}</td></tr>`).join('');
+  details.innerHTML = `<h3 class="tv-name">${esc(d.name)}</h3>
+    ${d.long_name && d.long_name !== d.name ? `<pre class="tv-long">${esc(d.long_name)}</pre>` : ''}
+    <table class="kv"><tr><th>Track</th><td>${esc(d.plane)} · ${esc(d.line)}</td></tr>
+    <tr><th>Start</th><td>${fmt(d.start_ps - state.span[0])} from trace start</td></tr>
+    <tr><th>Duration</th><td>${fmt(d.dur_ps)}</td></tr>
+    <tr><th>Self time</th><td>${fmt(d.self_ps)}</td></tr>
+    <tr><th>Depth</th><td>${d.depth}</td></tr>
+    ${d.source ? `<tr><th>Source</th><td class="name">${esc(d.source)}</td></tr>` : ''}
+    ${rows}</table>`;
+  details.dataset.name = d.name;
+}
+
+async function showRange(a, b) {
+  state.range = [Math.min(a, b), Math.max(a, b)];
+  draw();
+  const [s, e] = state.range;
+  const r = await fetch('/api/trace/range?' + q({ start_ps: Math.floor(s), end_ps: Math.ceil(e) }));
+  const d = await r.json();
+  const rows = d.rows.map((x) => `<tr><td class="name">${esc(x.name)}</td><td class="num">${x.occurrences}</td><td class="num">${fmt(x.time_ps)}</td></tr>`).join('');
+  details.innerHTML = `<h3>Range: ${fmt(e - s)}</h3><p class="dim">${fmt(s - state.span[0])} → ${fmt(e - state.span[0])} · ${d.events} events ·
+    <a href="/api/trace/export?${q({ start_ps: Math.floor(s), end_ps: Math.ceil(e) })}">export range (Chrome JSON)</a></p>
+    <table class="ops"><thead><tr><th>Name</th><th class="num">Events</th><th class="num">Time in range</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+// Input.
+let drag = null;
+canvas.addEventListener('mousedown', (ev) => {
+  drag = { x: ev.offsetX, y: ev.offsetY, start: state.start, end: state.end, scrollY: state.scrollY, moved: false, shift: ev.shiftKey };
+});
+window.addEventListener('mouseup', (ev) => {
+  if (!drag) return;
+  const d = drag;
+  drag = null;
+  if (d.moved) {
+    if (d.shift) showRange(psOf(d.x), psOf(ev.offsetX));
+    else refetchSoon();
+    return;
+  }
+  // A click: group/track label toggles collapse; an event selects it.
+  const yy = d.y + state.scrollY;
+  const r = state.layout.find((r) => yy >= r.y && yy < r.y + r.h);
+  if (r && (r.kind === 'group' || d.x < LABEL_W)) {
+    const key = r.kind === 'group' ? r.group : 't' + r.track.id;
+    if (state.collapsed.has(key)) state.collapsed.delete(key); else state.collapsed.add(key);
+    draw();
+    return;
+  }
+  const h = hit(d.x, d.y);
+  if (h && h.type === 'event') select(h.e.track, h.e.index);
+  else if (h && h.type === 'summary') { state.start = h.s.start_ps; state.end = Math.max(h.s.end_ps, h.s.start_ps + 1000); draw(); refetchSoon(); }
+});
+canvas.addEventListener('mousemove', (ev) => {
+  state.mouse = { x: ev.offsetX, y: ev.offsetY };
+  if (drag) {
+    const dx = ev.offsetX - drag.x, dy = ev.offsetY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+    if (drag.moved && !drag.shift) {
+      const dps = dx / plotW() * (drag.end - drag.start);
+      state.start = drag.start - dps; state.end = drag.end - dps;
+      state.scrollY = drag.scrollY - dy;
+      draw();
+    } else if (drag.moved && drag.shift) {
+      state.range = [psOf(drag.x), psOf(ev.offsetX)].sort((a, b) => a - b);
+      draw();
+    }
+    return;
+  }
+  const h = hit(ev.offsetX, ev.offsetY);
+  if (!h) { tooltip.hidden = true; return; }
+  tooltip.hidden = false;
+  tooltip.style.left = (ev.offsetX + 14) + 'px';
+  tooltip.style.top = (ev.offsetY + 14) + 'px';
+  const names = state.data.names;
+  tooltip.textContent = h.type === 'event'
+    ? `${names[h.e.name]} · ${fmt(h.e.dur_ps)}`
+    : `${h.s.count} events (${fmt(h.s.covered_ps)} covered), longest: ${names[h.s.name]} — click to zoom`;
+});
+canvas.addEventListener('mouseleave', () => { tooltip.hidden = true; });
+canvas.addEventListener('wheel', (ev) => {
+  ev.preventDefault();
+  if (ev.ctrlKey || ev.metaKey) zoom(Math.exp(ev.deltaY * 0.01), ev.offsetX);
+  else if (Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) pan(ev.deltaX / plotW());
+  else { state.scrollY += ev.deltaY; draw(); }
+}, { passive: false });
+window.addEventListener('keydown', (ev) => {
+  if (ev.target instanceof HTMLInputElement) return;
+  const x = state.mouse ? state.mouse.x : null;
+  const k = ev.key.toLowerCase();
+  if (k === 'w') zoom(0.8, x);
+  else if (k === 's') zoom(1.25, x);
+  else if (k === 'a') pan(-0.1);
+  else if (k === 'd') pan(0.1);
+  else if (k === 'f' && state.selected) {
+    const e = state.data.events.find((e) => e.track === state.selected.track && e.index === state.selected.index);
+    if (e) { state.start = e.start_ps - e.dur_ps * 0.1; state.end = e.start_ps + e.dur_ps * 1.1; draw(); refetchSoon(); }
+  } else if (k === '0') { state.start = state.span[0]; state.end = state.span[1]; draw(); refetchSoon(); }
+  else return;
+  ev.preventDefault();
+});
+window.addEventListener('resize', () => { resize(); draw(); refetchSoon(); });
+
+// Search over the whole trace (server side), jump to each hit.
+const form = root.querySelector('.tv-search');
+const results = root.querySelector('.tv-results');
+form.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const text = form.querySelector('input').value.trim();
+  if (!text) { results.innerHTML = ''; return; }
+  const r = await fetch('/api/trace/search?' + q({ q: text, limit: 200 }));
+  const d = await r.json();
+  const items = d.hits.map((h, i) => `<li><a href="#" data-i="${i}">${esc(h.name)}</a> <span class="dim">${fmt(h.start_ps - state.span[0])} · ${fmt(h.dur_ps)}</span></li>`).join('');
+  results.innerHTML = `<p class="dim">${d.total} matches${d.total > d.shown ? `, first ${d.shown} listed` : ''}</p><ol>${items}</ol>`;
+  results.querySelectorAll('a').forEach((a) => a.addEventListener('click', (e) => {
+    e.preventDefault();
+    const h = d.hits[Number(a.dataset.i)];
+    const pad = Math.max(h.dur_ps, 1000) * 2;
+    state.start = h.start_ps - pad; state.end = h.start_ps + h.dur_ps + pad;
+    const row = trackRow(h.track);
+    if (row) state.scrollY = row.y - RULER - 40;
+    state.collapsed.delete('t' + h.track);
+    select(h.track, h.index);
+    fetchViewport();
+  }));
+});
+
+// Start: the whole trace.
+(async () => {
+  root.querySelector('.tv-export').href = '/api/trace/export?' + q({});
+  resize();
+  const r = await fetch('/api/trace/viewport?' + q({ width: Math.max(1, Math.round(plotW())) }));
+  const j = await r.json();
+  if (!r.ok) { status.textContent = j.error || 'error'; return; }
+  state.span = [j.span_start_ps, j.span_end_ps];
+  state.start = j.start_ps; state.end = j.end_ps;
+  state.data = j;
+  draw();
+})();
