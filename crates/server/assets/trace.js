@@ -42,6 +42,14 @@ function fmt(ps) {
   return ps + ' ps';
 }
 
+// A ruler label with just enough digits for the tick spacing.
+function fmtTick(ps, step) {
+  const units = [[1e12, 's'], [1e9, 'ms'], [1e6, 'µs'], [1e3, 'ns'], [1, 'ps']];
+  const [div, unit] = units.find(([d]) => Math.abs(ps) >= d || d === 1) || units[4];
+  const digits = Math.max(0, Math.min(6, Math.ceil(Math.log10(div / step))));
+  return (ps / div).toFixed(digits) + ' ' + unit;
+}
+
 function colorOf(name, alpha) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
@@ -117,6 +125,12 @@ function draw() {
   computeLayout();
   state.scrollY = Math.max(0, Math.min(state.scrollY, Math.max(0, state.contentH - H + 40)));
   const names = state.data.names;
+  // Colours per name, computed once per response.
+  if (state.data.colors === undefined) {
+    state.data.colors = names.map((n) => colorOf(n, 1));
+    state.data.faint = names.map((n) => colorOf(n, 0.45));
+  }
+  const colors = state.data.colors, faint = state.data.faint;
   const sy = state.scrollY;
   const visible = new Map();
   for (const r of state.layout) {
@@ -137,7 +151,7 @@ function draw() {
     const x0 = xOf(s.start_ps), x1 = Math.max(xOf(s.end_ps), x0 + 1);
     if (x1 < LABEL_W || x0 > W) continue;
     const y = r.y - sy + s.depth * ROW;
-    ctx.fillStyle = colorOf(names[s.name], 0.45);
+    ctx.fillStyle = faint[s.name];
     ctx.fillRect(x0, y + 2, x1 - x0, ROW - 4);
     drawn++;
   }
@@ -153,7 +167,7 @@ function draw() {
     const y = r.y - sy + e.depth * ROW;
     const name = names[e.name];
     const sel = state.selected && state.selected.track === e.track && state.selected.index === e.index;
-    ctx.fillStyle = colorOf(name, 1);
+    ctx.fillStyle = colors[e.name];
     ctx.fillRect(x0, y + 1, w, ROW - 2);
     if (sel) { ctx.strokeStyle = '#111'; ctx.lineWidth = 2; ctx.strokeRect(x0, y + 1, w, ROW - 2); }
     if (w > 30) {
@@ -219,7 +233,7 @@ function drawRuler(W) {
   for (let t = first; t <= state.end; t += nice) {
     const x = xOf(t);
     ctx.beginPath(); ctx.moveTo(x, RULER - 8); ctx.lineTo(x, RULER); ctx.stroke();
-    ctx.fillText(fmt(t - state.span[0]), x + 3, 10);
+    ctx.fillText(fmtTick(t - state.span[0], nice), x + 3, 10);
   }
   ctx.fillStyle = '#1d2330';
   ctx.fillText(run + (host ? ' · ' + host : ''), 6, 10);
@@ -400,6 +414,13 @@ form.addEventListener('submit', async (ev) => {
     fetchViewport();
   }));
 });
+
+// For tests and the console: the renderer's state and coordinate mapping.
+window.xlensTrace = {
+  state,
+  xOf,
+  rowY: (track, depth) => { const r = trackRow(track); return r ? r.y - state.scrollY + depth * ROW + ROW / 2 : null; },
+};
 
 // Start: the whole trace.
 (async () => {

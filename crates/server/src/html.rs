@@ -112,11 +112,12 @@ pub fn shell(
 <noscript><button type="submit">Show</button></noscript>
 <span class="api">{api}</span>
 </form></header>
-<main>{body}</main>
+<main class="{main_class}">{body}</main>
 <script type="module" src="/static/app.js"></script>
 </body></html>"#,
         title = esc(tool),
         label = esc(label),
+        main_class = if tool == "trace_viewer" { "wide" } else { "" },
     )
 }
 

@@ -1,0 +1,96 @@
+// The trace viewer in a real browser: it draws the bundled demo, W zooms, and clicking an event
+// pins a details panel with that event's name. Needs Debian's chromium (CHROMIUM, default
+// /usr/bin/chromium) and an xlens binary (XLENS_BIN, default ../../target/debug/xlens).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = process.env.XLENS_BIN || join(here, '../../target/debug/xlens');
+const browserPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const artifacts = process.env.XLENS_ARTIFACTS || join(here, '../../target/browser-artifacts');
+const port = 18700 + (process.pid % 1000);
+
+async function startServer() {
+  const proc = spawn(bin, ['serve', '--bind', `127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  for (let i = 0; i < 100; i++) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/api/runs`);
+      if (r.ok) return proc;
+    } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  proc.kill();
+  throw new Error('xlens serve did not start');
+}
+
+test('trace viewer draws, zooms with W, and pins details on click', { skip: !existsSync(browserPath) && `no browser at ${browserPath}` }, async () => {
+  assert.ok(existsSync(bin), `build xlens first (${bin})`);
+  const server = await startServer();
+  const browser = await chromium.launch({
+    executablePath: browserPath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1920, height: 1080 } });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    const runs = await (await fetch(`http://127.0.0.1:${port}/api/runs`)).json();
+    await page.goto(`http://127.0.0.1:${port}/?run=${encodeURIComponent(runs[0].name)}&tool=trace_viewer`);
+    await page.waitForFunction(() => Number(document.getElementById('trace').dataset.drawn || 0) > 0);
+    const drawn = Number(await page.getAttribute('#trace', 'data-drawn'));
+    assert.ok(drawn > 50, `canvas drew ${drawn} boxes`);
+    // Redraw a few times (as panning does) and keep the median frame time.
+    const drawMs = await page.evaluate(async () => {
+      const ts = [];
+      for (let i = 0; i < 15; i++) {
+        window.dispatchEvent(new KeyboardEvent('keydown', { key: i % 2 ? 'a' : 'd' }));
+        await new Promise((r) => requestAnimationFrame(r));
+        ts.push(Number(document.getElementById('trace').dataset.drawMs));
+      }
+      ts.sort((a, b) => a - b);
+      return ts[7];
+    });
+
+    // W zooms in at the cursor: the window shrinks.
+    const before = await page.evaluate(() => window.xlensTrace.state.end - window.xlensTrace.state.start);
+    const box = await page.locator('#trace canvas').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 200);
+    for (let i = 0; i < 3; i++) await page.keyboard.press('w');
+    const after = await page.evaluate(() => window.xlensTrace.state.end - window.xlensTrace.state.start);
+    assert.ok(after < before * 0.6, `zoomed from ${before} to ${after}`);
+    await page.keyboard.press('0'); // back to the whole trace
+    await page.waitForTimeout(300);
+
+    // Click the widest visible event and expect its name in the details panel.
+    const target = await page.evaluate(() => {
+      const t = window.xlensTrace;
+      const d = t.state.data;
+      const es = d.events.filter((e) => t.rowY(e.track, e.depth) != null && t.rowY(e.track, e.depth) > 40 && t.rowY(e.track, e.depth) < 900);
+      es.sort((a, b) => b.dur_ps - a.dur_ps);
+      const e = es[0];
+      return { x: (t.xOf(e.start_ps) + t.xOf(e.start_ps + e.dur_ps)) / 2, y: t.rowY(e.track, e.depth), name: d.names[e.name] };
+    });
+    await page.mouse.click(box.x + target.x, box.y + target.y);
+    await page.waitForFunction((name) => document.getElementById('tv-details').dataset.name === name, target.name);
+    const text = await page.textContent('#tv-details h3');
+    assert.equal(text, target.name);
+    // The details stay after the mouse moves away, and their text can be selected.
+    await page.mouse.move(box.x + 5, box.y + 5);
+    await page.waitForTimeout(200);
+    assert.equal(await page.textContent('#tv-details h3'), target.name);
+    assert.notEqual(await page.evaluate(() => getComputedStyle(document.getElementById('tv-details')).userSelect), 'none');
+
+    mkdirSync(artifacts, { recursive: true });
+    await page.screenshot({ path: join(artifacts, 'trace_viewer.png') });
+    console.log(`drew ${drawn} boxes; median frame ${drawMs} ms at 1920x1080; clicked "${target.name}"; screenshot in ${artifacts}`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+    server.kill();
+  }
+});
