@@ -146,6 +146,34 @@ pub struct TraceIndex {
     pub total_events: u64,
     /// Earliest start and latest end on the common axis.
     pub span: (i64, i64),
+    /// Flow endpoints by id, built on first use (see [`TraceIndex::flows_of`]).
+    flows: std::sync::OnceLock<FlowIndex>,
+    /// Steps per host, built on first use.
+    steps: std::sync::OnceLock<Vec<crate::steps::Steps>>,
+}
+
+/// Where each flow id appears: producers (`_p`), consumers (`_c`) and GPU `correlation_id`s.
+#[derive(Default)]
+struct FlowIndex {
+    producers: std::collections::HashMap<(u32, i64), Vec<(u32, u32)>>,
+    consumers: std::collections::HashMap<(u32, i64), Vec<(u32, u32)>>,
+    correlation: std::collections::HashMap<(u32, i64), Vec<(u32, u32)>>,
+}
+
+/// One end of a flow arrow attached to the selected event.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowLink {
+    /// `out`: the selected event produces (launches) the other; `in`: it consumes it.
+    pub direction: &'static str,
+    /// `producer/consumer` (`_p`/`_c` stats) or `correlation_id` (GPU launch ↔ kernel).
+    pub kind: &'static str,
+    pub id: i64,
+    pub track: u32,
+    pub index: u32,
+    pub depth: u16,
+    pub start_ps: i64,
+    pub dur_ps: i64,
+    pub name: String,
 }
 
 /// Display rank of a plane: devices first (by kind and ordinal), then host threads.
@@ -278,6 +306,8 @@ impl TraceIndex {
             tracks,
             total_events: total,
             span: span.unwrap_or((0, 0)),
+            flows: Default::default(),
+            steps: Default::default(),
         }
     }
 
@@ -377,6 +407,113 @@ impl TraceIndex {
         }
     }
 
+    fn flow_index(&self) -> &FlowIndex {
+        self.flows.get_or_init(|| {
+            let mut f = FlowIndex::default();
+            for t in &self.tracks {
+                let (p, _, line) = self.line(t);
+                let keys = (p.key("_p"), p.key("_c"), p.key("correlation_id"));
+                if keys == (None, None, None) {
+                    continue;
+                }
+                let ev = &line.events;
+                for i in 0..ev.len() {
+                    for st in ev.stats(i) {
+                        let Some(id) = st.value.as_i64() else { continue };
+                        let map = if Some(st.key) == keys.0 {
+                            &mut f.producers
+                        } else if Some(st.key) == keys.1 {
+                            &mut f.consumers
+                        } else if Some(st.key) == keys.2 {
+                            &mut f.correlation
+                        } else {
+                            continue;
+                        };
+                        map.entry((t.host, id)).or_default().push((t.id, i as u32));
+                    }
+                }
+            }
+            f
+        })
+    }
+
+    /// The flow arrows of one event: what it produces or launches, and what produced it.
+    pub fn flows_of(&self, track: u32, index: u32) -> Vec<FlowLink> {
+        let Some(t) = self.tracks.get(track as usize) else {
+            return Vec::new();
+        };
+        let (p, _, line) = self.line(t);
+        if index as usize >= line.events.len() {
+            return Vec::new();
+        }
+        let f = self.flow_index();
+        let mut out = Vec::new();
+        let mut link = |direction, kind, id, hits: Option<&Vec<(u32, u32)>>| {
+            for &(tr, ix) in hits.into_iter().flatten() {
+                if (tr, ix) == (track, index) {
+                    continue;
+                }
+                let ot = &self.tracks[tr as usize];
+                let (op, oplane, oline) = self.line(ot);
+                let off = self.hosts[ot.host as usize].offset_ps;
+                let i = ix as usize;
+                out.push(FlowLink {
+                    direction,
+                    kind,
+                    id,
+                    track: tr,
+                    index: ix,
+                    depth: oline.events.depth(i),
+                    start_ps: oline.events.start(i) + off,
+                    dur_ps: oline.events.dur(i),
+                    name: oplane
+                        .metadata_of(oline, i)
+                        .map(|m| op.str(crate::ops::op_name(op, m)).to_string())
+                        .unwrap_or_default(),
+                });
+            }
+        };
+        let keys = (p.key("_p"), p.key("_c"), p.key("correlation_id"));
+        for st in line.events.stats(index as usize) {
+            let Some(id) = st.value.as_i64() else { continue };
+            let k = (t.host, id);
+            if Some(st.key) == keys.0 {
+                link("out", "producer/consumer", id, f.consumers.get(&k));
+            } else if Some(st.key) == keys.1 {
+                link("in", "producer/consumer", id, f.producers.get(&k));
+            } else if Some(st.key) == keys.2 {
+                // Launch (host) → kernel (device): the arrow points from the earlier event.
+                let me = line.events.start(index as usize);
+                for &(tr, ix) in f.correlation.get(&k).into_iter().flatten() {
+                    if (tr, ix) == (track, index) {
+                        continue;
+                    }
+                    let other = self.line(&self.tracks[tr as usize]).2.events.start(ix as usize);
+                    let dir = if other >= me { "out" } else { "in" };
+                    link(dir, "correlation_id", id, Some(&vec![(tr, ix)]));
+                }
+            }
+        }
+        out.sort_by_key(|l| l.start_ps);
+        out
+    }
+
+    /// The step (of the event's host) whose time range holds `t` (on the common axis).
+    fn step_at(&self, host: u32, t: i64) -> Option<(Option<i64>, String)> {
+        let steps = self.steps.get_or_init(|| {
+            self.hosts
+                .iter()
+                .map(|h| crate::steps::find_steps(&h.profile))
+                .collect()
+        });
+        let st = steps.get(host as usize)?;
+        let local = t - self.hosts[host as usize].offset_ps;
+        st.steps
+            .iter()
+            .find(|s| s.start_ps <= local && local < s.start_ps + s.dur_ps)
+            .map(|s| (s.step_num, st.name.clone().unwrap_or_default()))
+    }
+
     /// Everything known about one event.
     pub fn details(&self, track: u32, index: u32) -> Option<EventDetails> {
         let t = self.tracks.get(track as usize)?;
@@ -430,8 +567,15 @@ impl TraceIndex {
             self_ps: (ev.dur(i) - children).max(0),
             depth: d,
             wall_clock_start_ns: abs(s),
+            step: self
+                .step_at(t.host, s + off)
+                .map(|(n, name)| match n {
+                    Some(n) => format!("{name} {n}"),
+                    None => name,
+                }),
             source,
             stats,
+            flows: self.flows_of(track, index),
         })
     }
 
@@ -923,9 +1067,13 @@ pub struct EventDetails {
     pub self_ps: i64,
     pub depth: u16,
     pub wall_clock_start_ns: Option<i64>,
+    /// The step (from step annotations or a device `Steps` line) the event starts in.
+    pub step: Option<String>,
     pub source: Option<String>,
     /// Metadata stats then event stats, as (name, value).
     pub stats: Vec<(String, String)>,
+    /// Flow arrows: producer → consumer (`_p`/`_c`) and launch → kernel (`correlation_id`).
+    pub flows: Vec<FlowLink>,
 }
 
 #[derive(Debug, Clone, Serialize)]

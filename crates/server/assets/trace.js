@@ -113,6 +113,12 @@ function computeLayout() {
   state.contentH = y;
 }
 
+function rowYOf(track, depth) {
+  const r = trackRow(track);
+  if (!r) return null;
+  return r.y - state.scrollY + (state.collapsed.has('t' + track) ? 0 : depth) * ROW + ROW / 2;
+}
+
 function trackRow(id) {
   return state.layout.find((r) => r.kind === 'track' && r.track.id === id);
 }
@@ -176,6 +182,28 @@ function draw() {
       ctx.fillText(name.length > maxChars ? name.slice(0, Math.max(1, maxChars - 1)) + '…' : name, x0 + 3, y + ROW / 2);
     }
     drawn++;
+  }
+  // Flow arrows of the selected event.
+  if (state.sel && state.flows) {
+    ctx.strokeStyle = 'rgba(20, 20, 20, 0.75)';
+    ctx.fillStyle = 'rgba(20, 20, 20, 0.75)';
+    ctx.lineWidth = 1.2;
+    const me = state.sel;
+    const yMe = rowYOf(me.track, me.depth);
+    for (const f of state.flows) {
+      const yO = rowYOf(f.track, f.depth);
+      if (yMe == null || yO == null) continue;
+      const [x0, y0, x1, y1] = f.direction === 'out'
+        ? [xOf(me.start_ps + me.dur_ps), yMe, xOf(f.start_ps), yO]
+        : [xOf(f.start_ps + f.dur_ps), yO, xOf(me.start_ps), yMe];
+      ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
+      const a = Math.atan2(y1 - y0, x1 - x0);
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 7 * Math.cos(a - 0.4), y1 - 7 * Math.sin(a - 0.4));
+      ctx.lineTo(x1 - 7 * Math.cos(a + 0.4), y1 - 7 * Math.sin(a + 0.4));
+      ctx.fill();
+    }
   }
   // Selected range.
   if (state.range) {
@@ -285,11 +313,16 @@ function esc(s) {
 
 async function select(track, index) {
   state.selected = { track, index };
+  state.flows = null;
   draw();
   const r = await fetch('/api/trace/event?' + q({ track, index }));
   const d = await r.json();
   if (!r.ok) { details.innerHTML = `<div class="error">${esc(d.error)}</div>`; return; }
   const rows = d.stats.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="name">${esc(v)}</td></tr>`).join('');
+  state.sel = { track: d.track, depth: d.depth, start_ps: d.start_ps, dur_ps: d.dur_ps };
+  state.flows = d.flows;
+  draw();
+  const flows = d.flows.map((f, i) => `<li>${f.direction === 'out' ? '→' : '←'} <a href="#" data-flow="${i}">${esc(f.name)}</a> <span class="dim">${esc(f.kind)} ${f.id}</span></li>`).join('');
   details.innerHTML = `<h3 class="tv-name">${esc(d.name)}</h3>
     ${d.long_name && d.long_name !== d.name ? `<pre class="tv-long">${esc(d.long_name)}</pre>` : ''}
     <table class="kv"><tr><th>Track</th><td>${esc(d.plane)} · ${esc(d.line)}</td></tr>
@@ -297,9 +330,20 @@ async function select(track, index) {
     <tr><th>Duration</th><td>${fmt(d.dur_ps)}</td></tr>
     <tr><th>Self time</th><td>${fmt(d.self_ps)}</td></tr>
     <tr><th>Depth</th><td>${d.depth}</td></tr>
+    ${d.step ? `<tr><th>Step</th><td>${esc(d.step)}</td></tr>` : ''}
     ${d.source ? `<tr><th>Source</th><td class="name">${esc(d.source)}</td></tr>` : ''}
-    ${rows}</table>`;
+    ${rows}</table>
+    ${flows ? `<h4>Flows</h4><ul class="tv-flows">${flows}</ul>` : ''}`;
   details.dataset.name = d.name;
+  details.querySelectorAll('a[data-flow]').forEach((a) => a.addEventListener('click', (ev) => {
+    ev.preventDefault();
+    const f = d.flows[Number(a.dataset.flow)];
+    const lo = Math.min(f.start_ps, d.start_ps), hi = Math.max(f.start_ps + f.dur_ps, d.start_ps + d.dur_ps);
+    const pad = Math.max(hi - lo, 1000) * 0.2;
+    state.start = lo - pad; state.end = hi + pad;
+    select(f.track, f.index);
+    fetchViewport();
+  }));
 }
 
 async function showRange(a, b) {
