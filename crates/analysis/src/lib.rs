@@ -17,6 +17,7 @@ pub mod load;
 pub mod memory_viewer;
 pub mod ops;
 pub mod report;
+pub mod step_db;
 pub mod steps;
 pub mod tools;
 pub mod trace;
