@@ -11,11 +11,15 @@
 //! * [`memory_viewer`] — heap over program order and the buffers live at its peak, per module.
 //! * [`tools`] — the registry the server and `xlens tool` dispatch through.
 
+pub mod cost_model;
 pub mod device;
+pub mod graph_viewer;
 pub mod hlo;
 pub mod load;
 pub mod memory_viewer;
+pub mod op_metrics;
 pub mod ops;
+pub mod peaks;
 pub mod report;
 pub mod step_db;
 pub mod steps;

@@ -1,0 +1,513 @@
+//! The shared op-metrics layer: per op (and per device), occurrences, total and self time, FLOPs
+//! and bytes accessed, HLO category and program, framework provenance, and explicit IDLE time.
+//! Built on [`crate::ops::op_lines`] (which lines hold ops); used by `overview_page`,
+//! `framework_op_stats` and `input_pipeline_analyzer`.
+//!
+//! * **Device ops** come from TPU/GPU `XLA Ops` lines, else GPU stream lines (kernels, copies),
+//!   else (CPU-only profiles) XLA ops executed on host threads (events with an `hlo_op` stat).
+//! * **Framework provenance** of a device op: its `tf_op` stat, else GPU `level 0` annotation,
+//!   else the `op_name` of the HLO instruction's metadata (the JAX name-scope path, looked up in the
+//!   profile's HLO modules), else none (the framework op is then the HLO op itself, type `Unknown`,
+//!   as XProf does).
+//! * **Host framework ops**: events on `/host:CPU` threads named `scope/name:Type` (TensorFlow),
+//!   `Iterator::...` (tf.data, type `Dataset`) or `Memcpy*`; self time is taken among these events
+//!   only (an op's time minus the framework ops nested in it on the same thread).
+//! * **IDLE**: per thread (host) or device, the time from the first op's start to the last op's end
+//!   not covered by op self time, summed.
+
+use serde::Serialize;
+use std::collections::HashMap;
+use xlens_model::{Line, Plane, Profile, StatValue, StrId};
+
+use crate::hlo::{hlo_index, HloIndex};
+use crate::ops::{op_lines, op_name, OpSource};
+
+/// One op (aggregated over its occurrences on all devices of a host).
+#[derive(Debug, Clone, Serialize)]
+pub struct OpMetric {
+    pub name: String,
+    /// The producer's long name when it differs (TPU: the HLO expression).
+    pub long_name: Option<String>,
+    pub module: Option<String>,
+    pub program_id: Option<u64>,
+    /// `hlo_category` stat (e.g. `convolution fusion`), when present.
+    pub category: Option<String>,
+    /// `source` stat (file:line), when present.
+    pub source: Option<String>,
+    /// Framework op (TF op name, or JAX name-scope path), when known.
+    pub framework_op: Option<String>,
+    /// Framework op type (TF type, or the last JAX path component); `Unknown` when none.
+    pub framework_type: String,
+    /// Number of device planes it ran on.
+    pub devices: usize,
+    pub occurrences: u64,
+    pub total_time_ps: i64,
+    pub self_time_ps: i64,
+    pub min_time_ps: i64,
+    /// FLOPs over all occurrences (`flops` stat × occurrences); 0 when the profile has none.
+    pub flops: f64,
+    /// Bytes accessed over all occurrences (`bytes_accessed` stat × occurrences).
+    pub bytes_accessed: f64,
+}
+
+/// Busy and idle time of one device plane (or, on CPU-only profiles, one host thread with ops).
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceTime {
+    pub name: String,
+    pub ops: u64,
+    /// First op start to last op end.
+    pub span_ps: i64,
+    /// Sum of op self time.
+    pub busy_ps: i64,
+    pub idle_ps: i64,
+}
+
+/// All device ops of a host.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpMetricsDb {
+    pub source: Option<OpSource>,
+    pub source_description: Option<&'static str>,
+    /// Every op, by self time (largest first).
+    pub ops: Vec<OpMetric>,
+    pub devices: Vec<DeviceTime>,
+    pub total_self_time_ps: i64,
+    /// Explicit IDLE entry: summed over [`OpMetricsDb::devices`].
+    pub idle_ps: i64,
+    pub total_flops: f64,
+    pub total_bytes_accessed: f64,
+}
+
+/// One framework op (host or device side).
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameworkOp {
+    /// `Host` or `Device`.
+    pub host_or_device: &'static str,
+    #[serde(rename = "type")]
+    pub op_type: String,
+    pub name: String,
+    pub occurrences: u64,
+    pub total_time_ps: i64,
+    pub self_time_ps: i64,
+    pub flops: f64,
+    pub bytes_accessed: f64,
+    /// An XLA op run by the CPU runtime on a host thread, listed under its framework op (XProf
+    /// shows nothing for these).
+    pub via_xla: bool,
+}
+
+/// Splits a framework op full name into (type, name), the way XProf's `ParseTfOpFullname` does
+/// for the kinds it shows: `Iterator::...` → `Dataset`; `Memcpy*` → itself; `name:Type` with a TF
+/// type (`[A-Z_][A-Za-z0-9_]*`) and a TF name (`[A-Za-z0-9.][A-Za-z0-9_./>-]*`).
+pub fn parse_tf_op(full: &str) -> Option<(&str, &str)> {
+    if full.starts_with("Iterator::") {
+        return Some(("Dataset", full));
+    }
+    if ["MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH"]
+        .iter()
+        .any(|m| full.starts_with(m))
+        && !full.contains(':')
+    {
+        return Some((full, full));
+    }
+    let (name, ty) = full.split_once(':')?;
+    if ty.contains(':') || name.is_empty() || ty.is_empty() {
+        return None;
+    }
+    let mut tc = ty.chars();
+    let ty_ok = tc
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && tc.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut nc = name.chars();
+    let name_ok = nc
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '.')
+        && nc.all(|c| c.is_ascii_alphanumeric() || "_./>-".contains(c));
+    (ty_ok && name_ok).then_some((ty, name))
+}
+
+/// Type and name of a device op's framework provenance string.
+fn framework_of(prov: &str) -> (String, String) {
+    let prov = prov.split('#').next().unwrap_or(prov);
+    let prov = prov.strip_suffix(':').unwrap_or(prov);
+    if let Some((t, n)) = parse_tf_op(prov) {
+        return (t.to_string(), n.to_string());
+    }
+    // JAX name-scope path: `jit(f)/jit(main)/add` → type `add`.
+    let last = prov.rsplit('/').next().unwrap_or(prov);
+    let ty = last.split('[').next().unwrap_or(last);
+    (ty.to_string(), prov.to_string())
+}
+
+fn str_of(p: &Profile, v: Option<StatValue>) -> Option<StrId> {
+    v.and_then(|v| v.as_str_id())
+        .filter(|s| !p.str(*s).is_empty())
+}
+
+struct Keys {
+    flops: Option<StrId>,
+    bytes: Option<StrId>,
+    category: Option<StrId>,
+    program_id: Option<StrId>,
+    tf_op: Option<StrId>,
+    level0: Option<StrId>,
+    source: Option<StrId>,
+    hlo_op: Option<StrId>,
+    hlo_module: Option<StrId>,
+}
+
+/// Builds the op-metrics database of one host.
+pub fn op_metrics(p: &Profile) -> OpMetricsDb {
+    let (source, lines) = op_lines(p);
+    let k = Keys {
+        flops: p.key("flops"),
+        bytes: p.key("bytes_accessed"),
+        category: p.key("hlo_category"),
+        program_id: p.key("program_id"),
+        tf_op: p.key("tf_op"),
+        level0: p.key("level 0"),
+        source: p.key("source"),
+        hlo_op: p.key("hlo_op"),
+        hlo_module: p.key("hlo_module"),
+    };
+    // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
+    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
+    let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
+    let mut op_name_cache: HashMap<(StrId, StrId), Option<String>> = HashMap::new();
+
+    type Key = (StrId, StrId, Option<String>);
+    let mut agg: HashMap<Key, (OpMetric, Vec<StrId>)> = HashMap::new();
+    let mut devices: Vec<DeviceTime> = Vec::new();
+    for (plane, line) in &lines {
+        let (plane, line): (&Plane, &Line) = (plane, line);
+        let ev = &line.events;
+        let self_times = device_self_times(p, line).unwrap_or_else(|| ev.self_times());
+        let dev_name = if source == Some(OpSource::HostXlaOps) {
+            format!("{} / {}", p.str(plane.name), p.str(line.name))
+        } else {
+            p.str(plane.name).to_string()
+        };
+        let dev_idx = match devices.iter().position(|d| d.name == dev_name) {
+            Some(i) => i,
+            None => {
+                devices.push(DeviceTime {
+                    name: dev_name,
+                    ops: 0,
+                    span_ps: 0,
+                    busy_ps: 0,
+                    idle_ps: 0,
+                });
+                devices.len() - 1
+            }
+        };
+        let mut first = i64::MAX;
+        let mut last = i64::MIN;
+        for (i, &self_time) in self_times.iter().enumerate() {
+            let Some(md) = plane.metadata_of(line, i) else {
+                continue;
+            };
+            let stats = ev.stats(i);
+            let mds = md.stats();
+            let get = |key: Option<StrId>| key.and_then(|k| stats.get(k).or_else(|| mds.get(k)));
+            if source == Some(OpSource::HostXlaOps) && get(k.hlo_op).is_none() {
+                continue;
+            }
+            if source == Some(OpSource::HostFrameworkOps) && parse_tf_op(p.str(md.name)).is_none() {
+                continue;
+            }
+            first = first.min(ev.start(i));
+            last = last.max(ev.end(i));
+            let module = str_of(p, get(k.hlo_module)).unwrap_or_default();
+            // GPU annotations (`level 0`) count only when they name a TF op.
+            let mut prov: Option<String> = str_of(p, get(k.tf_op))
+                .or_else(|| str_of(p, get(k.level0)).filter(|s| parse_tf_op(p.str(*s)).is_some()))
+                .map(|s| p.str(s).to_string());
+            if prov.is_none() {
+                if let (Some(idx), Some(op)) = (&hlo, str_of(p, get(k.hlo_op))) {
+                    prov = op_name_cache
+                        .entry((module, op))
+                        .or_insert_with(|| {
+                            let m = idx.find(p.str(module)).ok()?;
+                            let ins = m.instruction_by_name(p.str(op))?;
+                            let n = ins.metadata.as_ref()?.op_name.clone();
+                            (!n.is_empty()).then_some(n)
+                        })
+                        .clone();
+                }
+            }
+            let dur = ev.dur(i);
+            let key = (md.name, module, prov.clone());
+            let entry = agg.entry(key).or_insert_with(|| {
+                let (fw_type, fw_name) = match &prov {
+                    Some(s) => {
+                        let (t, n) = framework_of(s);
+                        (t, Some(n))
+                    }
+                    None => ("Unknown".to_string(), None),
+                };
+                let program_id = get(k.program_id).and_then(|v| match v {
+                    StatValue::U64(u) => Some(u),
+                    StatValue::I64(i) => Some(i as u64),
+                    _ => None,
+                });
+                let name_id = op_name(p, md);
+                (
+                    OpMetric {
+                        name: p.str(name_id).to_string(),
+                        long_name: (name_id != md.name).then(|| p.str(md.name).to_string()),
+                        module: (module != StrId::EMPTY).then(|| p.str(module).to_string()),
+                        program_id,
+                        category: str_of(p, get(k.category)).map(|s| p.str(s).to_string()),
+                        source: str_of(p, get(k.source)).map(|s| p.str(s).to_string()),
+                        framework_op: fw_name,
+                        framework_type: fw_type,
+                        devices: 0,
+                        occurrences: 0,
+                        total_time_ps: 0,
+                        self_time_ps: 0,
+                        min_time_ps: i64::MAX,
+                        flops: 0.0,
+                        bytes_accessed: 0.0,
+                    },
+                    Vec::new(),
+                )
+            });
+            let (m, devs) = entry;
+            m.occurrences += 1;
+            m.total_time_ps += dur;
+            m.self_time_ps += self_time;
+            m.min_time_ps = m.min_time_ps.min(dur);
+            m.flops += get(k.flops).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            m.bytes_accessed += get(k.bytes).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            if !devs.contains(&plane.name) {
+                devs.push(plane.name);
+            }
+            let d = &mut devices[dev_idx];
+            d.ops += 1;
+            d.busy_ps += self_time;
+        }
+        if first <= last {
+            devices[dev_idx].span_ps += last - first;
+        }
+    }
+    for d in &mut devices {
+        d.idle_ps = (d.span_ps - d.busy_ps).max(0);
+    }
+    let mut ops: Vec<OpMetric> = agg
+        .into_values()
+        .map(|(mut m, devs)| {
+            m.devices = devs.len();
+            if m.min_time_ps == i64::MAX {
+                m.min_time_ps = 0;
+            }
+            m
+        })
+        .collect();
+    ops.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    OpMetricsDb {
+        source,
+        source_description: source.map(|s| s.describe()),
+        total_self_time_ps: ops.iter().map(|o| o.self_time_ps).sum(),
+        idle_ps: devices.iter().map(|d| d.idle_ps).sum(),
+        total_flops: ops.iter().map(|o| o.flops).sum(),
+        total_bytes_accessed: ops.iter().map(|o| o.bytes_accessed).sum(),
+        ops,
+        devices,
+    }
+}
+
+/// Self times from the device's own clock (`device_offset_ps` / `device_duration_ps` stats, which
+/// TPU ops carry and XProf uses) when every event of the line has them.
+fn device_self_times(p: &Profile, line: &Line) -> Option<Vec<i64>> {
+    let ko = p.key("device_offset_ps")?;
+    let kd = p.key("device_duration_ps")?;
+    let ev = &line.events;
+    let mut spans = Vec::with_capacity(ev.len());
+    for i in 0..ev.len() {
+        let st = ev.stats(i);
+        let o = st.get(ko)?.as_i64()?;
+        let d = st.get(kd)?.as_i64()?;
+        spans.push((o, d, i));
+    }
+    spans.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut out = vec![0i64; ev.len()];
+    let mut stack: Vec<(usize, i64)> = Vec::new();
+    for &(s, d, i) in &spans {
+        out[i] = d;
+        let e = s + d;
+        while let Some(&(_, end)) = stack.last() {
+            if end <= s {
+                stack.pop();
+            } else {
+                break;
+            }
+        }
+        if let Some(&(parent, end)) = stack.last() {
+            let overlap = e.min(end) - s;
+            if overlap > 0 {
+                out[parent] -= overlap;
+            }
+        }
+        stack.push((i, e));
+    }
+    for v in &mut out {
+        *v = (*v).max(0);
+    }
+    Some(out)
+}
+
+/// Device-side framework ops: device ops aggregated by framework op (XProf: TF op, or the HLO op
+/// itself with type `Unknown`). On CPU-only profiles whose ops are XLA ops on host threads these
+/// are `Host` rows marked `via_xla`; when the op source is host TF ops there are none (they are
+/// the host framework ops already).
+pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
+    let (side, via_xla) = match db.source {
+        Some(OpSource::DeviceXlaOps) | Some(OpSource::GpuStreams) => ("Device", false),
+        Some(OpSource::HostXlaOps) => ("Host", true),
+        _ => return Vec::new(),
+    };
+    let mut agg: HashMap<(String, String), FrameworkOp> = HashMap::new();
+    for o in &db.ops {
+        let name = o.framework_op.clone().unwrap_or_else(|| o.name.clone());
+        let e = agg
+            .entry((o.framework_type.clone(), name.clone()))
+            .or_insert_with(|| FrameworkOp {
+                host_or_device: side,
+                op_type: o.framework_type.clone(),
+                name,
+                occurrences: 0,
+                total_time_ps: 0,
+                self_time_ps: 0,
+                flops: 0.0,
+                bytes_accessed: 0.0,
+                via_xla,
+            });
+        e.occurrences += o.occurrences;
+        e.total_time_ps += o.total_time_ps;
+        e.self_time_ps += o.self_time_ps;
+        e.flops += o.flops;
+        e.bytes_accessed += o.bytes_accessed;
+    }
+    agg.into_values().collect()
+}
+
+/// Host-side framework ops on `/host:CPU` threads, and the host IDLE time (per thread: first op
+/// start to last op end minus op self time, summed).
+pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
+    let mut agg: HashMap<(StrId, u32), FrameworkOp> = HashMap::new();
+    let mut idle = 0i64;
+    for plane in p.planes.iter().filter(|pl| p.str(pl.name) == "/host:CPU") {
+        let is_op: Vec<Option<(&str, &str)>> = plane
+            .event_metadata
+            .iter()
+            .map(|m| parse_tf_op(p.str(m.name)))
+            .collect();
+        for line in &plane.lines {
+            let ev = &line.events;
+            // (index, end, self time so far)
+            let mut stack: Vec<(usize, i64)> = Vec::new();
+            let mut selfs: Vec<(usize, i64)> = Vec::new();
+            let mut first = i64::MAX;
+            let mut last = i64::MIN;
+            let mut line_self = 0i64;
+            for i in 0..ev.len() {
+                let mi = ev.meta(i) as usize;
+                if is_op.get(mi).copied().flatten().is_none() {
+                    continue;
+                }
+                let (s, e) = (ev.start(i), ev.end(i));
+                first = first.min(s);
+                last = last.max(e);
+                while let Some(&(_, top_end)) = stack.last() {
+                    if top_end <= s {
+                        stack.pop();
+                    } else {
+                        break;
+                    }
+                }
+                if let Some(&(parent, top_end)) = stack.last() {
+                    let overlap = e.min(top_end) - s;
+                    if overlap > 0 {
+                        selfs[parent].1 -= overlap;
+                    }
+                }
+                selfs.push((i, ev.dur(i)));
+                stack.push((selfs.len() - 1, e));
+            }
+            for (i, st) in selfs {
+                let st = st.max(0);
+                line_self += st;
+                let mi = ev.meta(i);
+                let Some((ty, name)) = is_op.get(mi as usize).copied().flatten() else {
+                    continue;
+                };
+                let e = agg.entry((plane.name, mi)).or_insert_with(|| FrameworkOp {
+                    host_or_device: "Host",
+                    op_type: ty.to_string(),
+                    name: name.to_string(),
+                    occurrences: 0,
+                    total_time_ps: 0,
+                    self_time_ps: 0,
+                    flops: 0.0,
+                    bytes_accessed: 0.0,
+                    via_xla: false,
+                });
+                e.occurrences += 1;
+                e.total_time_ps += ev.dur(i);
+                e.self_time_ps += st;
+            }
+            if first <= last {
+                idle += (last - first - line_self).max(0);
+            }
+        }
+    }
+    // Metadata of the same name in different planes: merge by (type, name).
+    let mut merged: HashMap<(String, String), FrameworkOp> = HashMap::new();
+    for o in agg.into_values() {
+        match merged.get_mut(&(o.op_type.clone(), o.name.clone())) {
+            Some(m) => {
+                m.occurrences += o.occurrences;
+                m.total_time_ps += o.total_time_ps;
+                m.self_time_ps += o.self_time_ps;
+            }
+            None => {
+                merged.insert((o.op_type.clone(), o.name.clone()), o);
+            }
+        }
+    }
+    (merged.into_values().collect(), idle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tf_op_names() {
+        assert_eq!(
+            parse_tf_op("a/b/MatMul:MatMul"),
+            Some(("MatMul", "a/b/MatMul"))
+        );
+        assert_eq!(parse_tf_op("n/_1:_HostRecv"), Some(("_HostRecv", "n/_1")));
+        assert_eq!(
+            parse_tf_op("Iterator::Root::Prefetch"),
+            Some(("Dataset", "Iterator::Root::Prefetch"))
+        );
+        assert_eq!(
+            parse_tf_op("MemcpyHToD"),
+            Some(("MemcpyHToD", "MemcpyHToD"))
+        );
+        assert_eq!(parse_tf_op("MemcpyH2D"), None);
+        assert_eq!(parse_tf_op("train"), None);
+        assert_eq!(parse_tf_op("jit_f:lowercase"), None);
+        assert_eq!(parse_tf_op("ThreadpoolListener::Record"), None);
+        assert_eq!(
+            framework_of("jit(f)/jit(main)/add"),
+            ("add".to_string(), "jit(f)/jit(main)/add".to_string())
+        );
+    }
+}
