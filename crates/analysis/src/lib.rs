@@ -7,6 +7,7 @@
 //! * [`ops`] — which events are ops, and their time per op.
 //! * [`report`] — the per-session, per-host summary behind `xlens report`.
 //! * [`trace`] — the trace viewer's level-of-detail index, details, search and range statistics.
+//! * [`cost_model`] — FLOPs and bytes per HLO instruction from shapes; agreement with XLA's own.
 //! * [`hlo`] — the HLO modules of a profile, decoded and indexed; shape text and sizes.
 //! * [`memory_viewer`] — heap over program order and the buffers live at its peak, per module.
 //! * [`tools`] — the registry the server and `xlens tool` dispatch through.

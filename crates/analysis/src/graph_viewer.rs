@@ -1,0 +1,1 @@
+//! The graph viewer (in progress).

@@ -1,0 +1,1 @@
+//! Peak compute and memory bandwidth per device (in progress).
