@@ -102,12 +102,13 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 
 #[inline(always)]
 fn write_varint(buf: &mut [u8; 24], mut n: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        buf[n & 15] = (v as u8) | 0x80;
+    // At most 5 header bytes (a u32 key shifted by 3) plus 10 payload bytes: always in bounds.
+    while v >= 0x80 && n < 23 {
+        buf[n] = (v as u8) | 0x80;
         v >>= 7;
         n += 1;
     }
-    buf[n & 15] = v as u8;
+    buf[n.min(23)] = v as u8;
     n + 1
 }
 
@@ -133,11 +134,7 @@ pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
                 _ => (K_NONE, 0),
             };
             let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | kind);
-            // The header is at most 5 bytes (a u32 key), the payload at most 10.
-            let mut tail = [0u8; 24];
-            let m = write_varint(&mut tail, 0, payload);
-            buf[n..n + m].copy_from_slice(&tail[..m]);
-            n + m
+            write_varint(&mut buf, n, payload)
         }
     };
     let len = out.len();

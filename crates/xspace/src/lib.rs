@@ -207,7 +207,7 @@ impl IdMap {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: i64) -> Option<u32> {
         match self {
             IdMap::Dense(v) => {

@@ -67,6 +67,28 @@ impl<'a> Reader<'a> {
     fn varint_slow(&mut self) -> Res<u64> {
         let buf = self.buf;
         let start = self.pos;
+        // Up to 8 bytes at once: find the terminating byte (high bit clear) in a 64-bit load,
+        // then squeeze the 7-bit groups together.
+        if let Some(eight) = buf.get(start..start + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(eight);
+            let x = u64::from_le_bytes(a);
+            let stops = !x & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                let len = (stops.trailing_zeros() / 8 + 1) as usize;
+                let keep = if len == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * len)) - 1
+                };
+                let x = x & keep & 0x7f7f_7f7f_7f7f_7f7f;
+                let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+                let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+                let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+                self.pos = start + len;
+                return Ok(x);
+            }
+        }
         if let Some(chunk) = buf.get(start..start + 10) {
             // At least 10 bytes left: no bounds checks in the loop.
             let mut v = 0u64;
@@ -234,6 +256,39 @@ mod tests {
         assert_eq!(b, b"hi");
         assert_eq!(at, 104);
         assert!(r.at_end());
+    }
+
+    #[test]
+    fn varints_of_every_length() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            1 << 20,
+            (1 << 35) + 7,
+            (1 << 49) - 1,
+            1 << 55,
+            (1 << 56) + 3,
+            u64::MAX,
+        ] {
+            let mut buf = Vec::new();
+            let mut x = v;
+            while x >= 0x80 {
+                buf.push((x as u8) | 0x80);
+                x >>= 7;
+            }
+            buf.push(x as u8);
+            let n = buf.len();
+            buf.extend_from_slice(&[0xff; 12]); // trailing bytes must not be read
+            let mut r = Reader::new(&buf, 0, "t");
+            assert_eq!(r.varint().unwrap(), v, "{v}");
+            assert_eq!(r.offset(), n);
+            // And with nothing after it (the short path).
+            let mut r = Reader::new(&buf[..n], 0, "t");
+            assert_eq!(r.varint().unwrap(), v, "{v}");
+        }
     }
 
     #[test]
