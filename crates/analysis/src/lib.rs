@@ -14,12 +14,16 @@
 
 pub mod cost_model;
 pub mod device;
+pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo;
+pub mod input_pipeline;
+pub mod kernel_stats;
 pub mod load;
 pub mod memory_viewer;
 pub mod op_metrics;
 pub mod ops;
+pub mod overview;
 pub mod peaks;
 pub mod report;
 pub mod step_db;

@@ -28,9 +28,34 @@ pub const TOOLS: &[ToolInfo] = &[
         description: "Host threads and device streams on one timeline; every event reachable by zooming, narrow ones merged into counted boxes.",
     },
     ToolInfo {
+        name: "overview_page",
+        title: "Overview",
+        description: "Steps (XProf-compatible and all) with mean, std dev, min, max and a per-step breakdown; run environment, device duty cycle, op placement, FLOP rate, top ops, recommendations with evidence.",
+    },
+    ToolInfo {
+        name: "input_pipeline_analyzer",
+        title: "Input pipeline",
+        description: "Input-bound share of each step and overall; host input events (tf.data iterators, IteratorGetNext, data-loading annotations).",
+    },
+    ToolInfo {
+        name: "framework_op_stats",
+        title: "Framework op stats",
+        description: "Every framework op, host and device side, with self time, occurrences and FLOP rate, plus IDLE rows (no top-N cut).",
+    },
+    ToolInfo {
+        name: "kernel_stats",
+        title: "Kernel stats",
+        description: "GPU kernels: registers, shared memory, grid and block, tensor-core use, occurrences and durations.",
+    },
+    ToolInfo {
         name: "memory_viewer",
         title: "Memory viewer",
         description: "Per HLO module: peak heap from XLA's buffer assignment, where it occurs, and the buffers live there (select with --module).",
+    },
+    ToolInfo {
+        name: "graph_viewer",
+        title: "Graph viewer",
+        description: "An HLO op's neighbourhood (search by name with --op; --radius hops of operands and users; fusions drawn with their bodies) as a server-laid-out SVG.",
     },
 ];
 
@@ -101,6 +126,10 @@ pub struct ToolParams {
     pub end_ps: Option<i64>,
     /// Pixel width for `trace_viewer`'s level of detail (default 1500).
     pub width: Option<u32>,
+    /// HLO instruction to draw, for `graph_viewer` (e.g. `fusion.3`).
+    pub op: Option<String>,
+    /// Hops of operands and users `graph_viewer` follows (default 2).
+    pub radius: Option<u32>,
 }
 
 /// Runs tool `name` over `sessions` (already narrowed to the wanted hosts).
@@ -182,6 +211,38 @@ pub fn run_tool_with(
                 csv: Some(csv),
             })
         }
+        "overview_page" => {
+            let r = crate::overview::overview(sessions, &mut *load);
+            Ok(ToolOutput {
+                text: crate::overview::render_text(&r),
+                csv: Some(crate::overview::render_csv(&r)),
+                json: to_json(&r)?,
+            })
+        }
+        "input_pipeline_analyzer" => {
+            let r = crate::input_pipeline::input_pipeline(sessions, &mut *load);
+            Ok(ToolOutput {
+                text: crate::input_pipeline::render_text(&r),
+                csv: Some(crate::input_pipeline::render_csv(&r)),
+                json: to_json(&r)?,
+            })
+        }
+        "framework_op_stats" | "kernel_stats" => per_host_tool(name, sessions, &mut *load),
+        "graph_viewer" => {
+            let g = crate::graph_viewer::run(
+                sessions,
+                &mut *load,
+                params.op.as_deref(),
+                params.module.as_deref(),
+                params.radius,
+            )
+            .map_err(ToolError::Load)?;
+            Ok(ToolOutput {
+                text: crate::graph_viewer::render_text(&g),
+                csv: Some(crate::graph_viewer::render_csv(&g)),
+                json: to_json(&g)?,
+            })
+        }
         "report" => {
             let r = report::report(sessions, &mut *load);
             Ok(ToolOutput {
@@ -192,6 +253,50 @@ pub fn run_tool_with(
         }
         other => Err(ToolError::UnknownTool(other.to_string())),
     }
+}
+
+/// Tools computed per host from one profile: `{hosts: [{host, error, ...tool}]}`, CSV of all hosts.
+fn per_host_tool(
+    name: &str,
+    sessions: &[Session],
+    load: &mut Loader<'_>,
+) -> Result<ToolOutput, ToolError> {
+    let mut hosts = Vec::new();
+    let mut csv = String::new();
+    let mut text = String::new();
+    for s in sessions {
+        for h in &s.hosts {
+            let (v, c) = match load(h) {
+                Ok(p) if name == "kernel_stats" => {
+                    let k = crate::kernel_stats::kernel_stats(&p);
+                    (to_json(&k)?, crate::kernel_stats::render_csv(&k))
+                }
+                Ok(p) => {
+                    let f = crate::framework_op_stats::framework_op_stats(&p);
+                    (to_json(&f)?, crate::framework_op_stats::render_csv(&f))
+                }
+                Err(e) => (serde_json::json!({ "error": e }), String::new()),
+            };
+            let mut v = v;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("host".into(), serde_json::Value::String(h.host.clone()));
+            }
+            let rows = c.lines().count().saturating_sub(1);
+            text.push_str(&format!("host {}: {rows} rows\n", h.host));
+            if csv.is_empty() {
+                csv = c;
+            } else {
+                csv.extend(c.lines().skip(1).map(|l| format!("{l}\n")));
+            }
+            hosts.push(v);
+        }
+    }
+    text.push_str(&csv);
+    Ok(ToolOutput {
+        json: serde_json::json!({ "tool": name, "hosts": hosts }),
+        text,
+        csv: Some(csv),
+    })
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value, ToolError> {

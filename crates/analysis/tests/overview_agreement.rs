@@ -225,3 +225,82 @@ fn framework_ops_match_xprof() {
         }
     }
 }
+
+#[test]
+fn kernel_stats_match_xprof() {
+    use xlens_analysis::kernel_stats::kernel_stats;
+    for run in RUNS {
+        let want = expected(run);
+        let ks = kernel_stats(&load(run));
+        assert_eq!(
+            ks.kernel_count as u64,
+            want["kernel_count"].as_u64().unwrap_or(0),
+            "{run}: kernel count"
+        );
+        for t in want["kernel_top10"].as_array().cloned().unwrap_or_default() {
+            let name = t["kernel_name"].as_str().unwrap_or("");
+            let (grid, block) = (
+                t["grid_dim"].as_str().unwrap_or(""),
+                t["block_dim"].as_str().unwrap_or(""),
+            );
+            let regs = t["registers_per_thread"].as_f64().unwrap_or(0.0) as u32;
+            let o = ks.kernels.iter().find(|k| {
+                k.kernel_name.starts_with(name)
+                    && k.grid_dim == grid
+                    && k.block_dim == block
+                    && k.registers_per_thread == regs
+                    && k.occurrences as f64 == t["occurrences"].as_f64().unwrap_or(0.0)
+            });
+            let Some(o) = o else {
+                panic!("{run}: kernel {name} grid {grid} block {block} regs {regs} missing")
+            };
+            let tot = t["total_duration_us"].as_f64().unwrap_or(0.0);
+            assert!(
+                within(o.total_duration_ps as f64 / 1e6, tot, 0.01),
+                "{run}: {name}: ours {} us, xprof {tot} us",
+                o.total_duration_ps as f64 / 1e6
+            );
+            assert_eq!(
+                o.shmem_bytes as f64,
+                t["shmem_bytes"].as_f64().unwrap_or(0.0)
+            );
+            assert_eq!(
+                o.is_kernel_using_tensor_core,
+                t["is_kernel_using_tensor_core"].as_bool().unwrap_or(false)
+            );
+        }
+    }
+}
+
+#[test]
+fn tools_run_on_every_fixture() {
+    use xlens_analysis::tools::run_tool;
+    let sessions = xlens_store::discover(&root().join("fixtures/logdir")).expect("discover");
+    for tool in [
+        "overview_page",
+        "input_pipeline_analyzer",
+        "framework_op_stats",
+        "kernel_stats",
+    ] {
+        for s in &sessions {
+            let one = [s.clone()];
+            let mut load = |h: &xlens_store::HostFile| -> Result<std::sync::Arc<Profile>, String> {
+                xlens_analysis::load::load_path(&h.path, xlens_store::Format::XSpace)
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| e.to_string())
+            };
+            let out = run_tool(tool, &one, &mut load).expect("tool runs");
+            assert!(out.csv.is_some(), "{tool} has CSV");
+            if tool == "overview_page" {
+                assert!(out.json["steps"]["count"].is_u64(), "{tool}: steps.count");
+                assert!(
+                    out.json["steps"]["mean_ps"].is_i64(),
+                    "{tool}: steps.mean_ps"
+                );
+                assert!(
+                    out.json["steps_all"]["count"].as_u64() >= out.json["steps"]["count"].as_u64()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The overview page: steps (XProf-compatible and all), per-step breakdown, run environment,
+//! device duty cycle, op placement, FLOP rate, top ops and recommendations with their evidence.
+
+use serde::Serialize;
+use xlens_model::Profile;
+use xlens_store::Session;
+
+use crate::device::{device_info, DeviceInfo};
+use crate::op_metrics::{host_framework_ops, op_metrics, OpMetric};
+use crate::ops::OpSource;
+use crate::step_db::{step_db, Category, StepDb, StepRow, Summary, CATEGORIES};
+use crate::tools::Loader;
+
+pub const TOP_OPS: usize = 10;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepTable {
+    pub count: usize,
+    pub mean_ps: i64,
+    pub std_dev_ps: i64,
+    pub min_ps: i64,
+    pub max_ps: i64,
+    pub summary: Summary,
+    /// Mean per breakdown category over these steps, ps (same order as `categories`).
+    pub mean_breakdown_ps: Vec<i64>,
+    pub rows: Vec<StepRow>,
+}
+
+impl StepTable {
+    pub fn of(rows: &[StepRow]) -> StepTable {
+        let s = Summary::of(&rows.iter().map(|r| r.duration_ps).collect::<Vec<_>>());
+        let n = rows.len().max(1) as i64;
+        StepTable {
+            count: s.count,
+            mean_ps: s.mean_ps,
+            std_dev_ps: s.std_dev_ps,
+            min_ps: s.min_ps,
+            max_ps: s.max_ps,
+            summary: s,
+            mean_breakdown_ps: (0..CATEGORIES.len())
+                .map(|i| {
+                    rows.iter()
+                        .map(|r| r.breakdown_ps.get(i).copied().unwrap_or(0))
+                        .sum::<i64>()
+                        / n
+                })
+                .collect(),
+            rows: rows.to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Placement {
+    /// Framework/host op occurrences on the host and ops on the device.
+    pub host_ops: u64,
+    pub device_ops: u64,
+    pub device_ops_percent: f64,
+    pub host_self_time_ps: i64,
+    pub device_self_time_ps: i64,
+    pub device_time_percent: f64,
+    pub explanation: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    pub text: String,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostOverview {
+    pub host: String,
+    pub error: Option<String>,
+    pub hardware: Option<crate::step_db::Hardware>,
+    pub device: Option<DeviceInfo>,
+    /// XProf-compatible steps (XProf drops the first and last when more than 5 remain).
+    pub steps: StepTable,
+    /// Every well-formed annotated step, none dropped.
+    pub steps_all: StepTable,
+    pub steps_notes: Vec<String>,
+    /// Busy share of each device (op self time / first-to-last op span), percent.
+    pub device_duty_cycle_percent: Option<f64>,
+    pub devices: Vec<crate::op_metrics::DeviceTime>,
+    pub placement: Placement,
+    pub op_source: Option<&'static str>,
+    pub total_flops: f64,
+    pub flop_rate_per_second: Option<f64>,
+    pub peak_flop_rate_per_second: Option<f64>,
+    pub flop_utilization_percent: Option<f64>,
+    pub top_ops: Vec<OpMetric>,
+    pub op_count: usize,
+    pub recommendations: Vec<Recommendation>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    pub run: String,
+    pub host_count: usize,
+    pub device_type: String,
+    /// Device planes that recorded events, over all hosts.
+    pub devices_participated: usize,
+    pub categories: &'static [Category],
+    /// The first host's steps (what `xlens report` shows per host), for convenience.
+    pub steps: Option<StepTable>,
+    pub steps_all: Option<StepTable>,
+    pub hosts: Vec<HostOverview>,
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        100.0 * a / b
+    } else {
+        0.0
+    }
+}
+
+fn ms(ps: i64) -> String {
+    format!("{:.3} ms", ps as f64 / 1e9)
+}
+
+pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
+    let db: StepDb = step_db(p);
+    let dev = device_info(p);
+    let ops = op_metrics(p);
+    let (host_ops, _) = host_framework_ops(p);
+    let on_device = matches!(
+        ops.source,
+        Some(OpSource::DeviceXlaOps) | Some(OpSource::GpuStreams)
+    );
+    let (device_ops, device_self) = if on_device {
+        (
+            ops.ops.iter().map(|o| o.occurrences).sum(),
+            ops.total_self_time_ps,
+        )
+    } else {
+        (0, 0)
+    };
+    let host_count: u64 = host_ops.iter().map(|o| o.occurrences).sum::<u64>()
+        + if on_device {
+            0
+        } else {
+            ops.ops.iter().map(|o| o.occurrences).sum::<u64>()
+        };
+    let host_self: i64 = host_ops.iter().map(|o| o.self_time_ps).sum::<i64>()
+        + if on_device || ops.source == Some(OpSource::HostFrameworkOps) {
+            0
+        } else {
+            ops.total_self_time_ps
+        };
+    let placement = Placement {
+        host_ops: host_count,
+        device_ops,
+        device_ops_percent: pct(device_ops as f64, (device_ops + host_count) as f64),
+        host_self_time_ps: host_self,
+        device_self_time_ps: device_self,
+        device_time_percent: pct(device_self as f64, (device_self + host_self) as f64),
+        explanation: "Host: framework ops on host threads (TF ops, tf.data iterators) and, on CPU-only profiles, XLA ops run by the CPU runtime. Device: ops on TPU/GPU. % of ops counts occurrences (as XProf's host/device TF-op percent); % of time uses self time.",
+    };
+    let span: i64 = ops.devices.iter().map(|d| d.span_ps).sum();
+    let busy: i64 = ops.devices.iter().map(|d| d.busy_ps).sum();
+    let duty = (on_device && span > 0).then(|| pct(busy as f64, span as f64));
+    let peak = dev
+        .peak_teraflops_per_second
+        .map(|t| t * 1e12 * dev.active.max(1) as f64);
+    let rate = (ops.total_flops > 0.0 && ops.total_self_time_ps > 0).then(|| {
+        ops.total_flops / (ops.total_self_time_ps as f64 / 1e12) * ops.devices.len().max(1) as f64
+    });
+    let util = match (rate, peak) {
+        (Some(r), Some(pk)) if pk > 0.0 => Some(pct(r, pk)),
+        _ => None,
+    };
+    let steps = StepTable::of(&db.steps);
+    let steps_all = StepTable::of(&db.steps_all);
+    let mut rec = Vec::new();
+    if steps.count > 0 {
+        let total: i64 = steps.rows.iter().map(|r| r.duration_ps).sum();
+        let idx = |id: &str| CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0);
+        let cat = |id: &str| {
+            steps
+                .rows
+                .iter()
+                .map(|r| r.breakdown_ps.get(idx(id)).copied().unwrap_or(0))
+                .sum::<i64>()
+        };
+        let input = pct(cat("input") as f64, total as f64);
+        if input >= 20.0 {
+            rec.push(Recommendation { text: "Input-bound: the program waits for input a large part of each step; prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).".into(), evidence: format!("input is {input:.1}% of step time over {} steps", steps.count) });
+        } else {
+            rec.push(Recommendation {
+                text: "Not input-bound.".into(),
+                evidence: format!(
+                    "input is {input:.1}% of step time over {} steps",
+                    steps.count
+                ),
+            });
+        }
+        let other = pct(cat("other") as f64, total as f64);
+        if other >= 20.0 {
+            rec.push(Recommendation { text: "Much of the step is covered by no event of the step (framework overhead, Python, or work the profile does not link to the step); look at the trace viewer between ops.".into(), evidence: format!("'All others' is {other:.1}% of step time") });
+        }
+        let cv = if steps.mean_ps > 0 {
+            100.0 * steps.std_dev_ps as f64 / steps.mean_ps as f64
+        } else {
+            0.0
+        };
+        if cv >= 20.0 && steps.count >= 3 {
+            rec.push(Recommendation { text: "Step time varies a lot between steps; look for periodic work (checkpoints, evaluation, logging, recompilation).".into(), evidence: format!("std dev {} is {cv:.0}% of mean {}; min {}, max {}", ms(steps.std_dev_ps), ms(steps.mean_ps), ms(steps.min_ps), ms(steps.max_ps)) });
+        }
+    } else {
+        rec.push(Recommendation { text: "No steps found: annotate steps (JAX `jax.profiler.StepTraceAnnotation('train', step_num=i)`, TF `tf.profiler.experimental.Trace('train', step_num=i, _r=1)`) to get step time and its breakdown.".into(), evidence: db.notes.join(" ") });
+    }
+    if let Some(d) = duty {
+        if d < 50.0 {
+            rec.push(Recommendation { text: "Devices are idle much of the time between their first and last op; overlap host work and input with device execution.".into(), evidence: format!("device duty cycle {d:.1}%") });
+        }
+    }
+    if on_device && placement.device_ops_percent < 50.0 && host_count > 0 {
+        rec.push(Recommendation {
+            text: "Many ops run on the host; move them to the device if possible.".into(),
+            evidence: format!(
+                "{:.1}% of op occurrences on the device",
+                placement.device_ops_percent
+            ),
+        });
+    }
+    if let Some(top) = ops.ops.first() {
+        rec.push(Recommendation {
+            text: format!(
+                "Largest op by self time: `{}`; start optimising there.",
+                top.name
+            ),
+            evidence: format!(
+                "{} of {} op self time ({:.1}%)",
+                ms(top.self_time_ps),
+                ms(ops.total_self_time_ps),
+                pct(top.self_time_ps as f64, ops.total_self_time_ps as f64)
+            ),
+        });
+    }
+    HostOverview {
+        host: host.to_string(),
+        error: None,
+        hardware: Some(db.hardware),
+        device: Some(dev),
+        steps,
+        steps_all,
+        steps_notes: db.notes.clone(),
+        device_duty_cycle_percent: duty,
+        devices: ops.devices.clone(),
+        placement,
+        op_source: ops.source_description,
+        total_flops: ops.total_flops,
+        flop_rate_per_second: rate,
+        peak_flop_rate_per_second: peak,
+        flop_utilization_percent: util,
+        op_count: ops.ops.len(),
+        top_ops: ops.ops.iter().take(TOP_OPS).cloned().collect(),
+        recommendations: rec,
+    }
+}
+
+fn failed(host: &str, e: String) -> HostOverview {
+    HostOverview {
+        host: host.to_string(),
+        error: Some(e),
+        hardware: None,
+        device: None,
+        steps: StepTable::of(&[]),
+        steps_all: StepTable::of(&[]),
+        steps_notes: Vec::new(),
+        device_duty_cycle_percent: None,
+        devices: Vec::new(),
+        placement: Placement {
+            host_ops: 0,
+            device_ops: 0,
+            device_ops_percent: 0.0,
+            host_self_time_ps: 0,
+            device_self_time_ps: 0,
+            device_time_percent: 0.0,
+            explanation: "",
+        },
+        op_source: None,
+        total_flops: 0.0,
+        flop_rate_per_second: None,
+        peak_flop_rate_per_second: None,
+        flop_utilization_percent: None,
+        top_ops: Vec::new(),
+        op_count: 0,
+        recommendations: Vec::new(),
+    }
+}
+
+pub fn overview(sessions: &[Session], load: &mut Loader<'_>) -> Overview {
+    let mut hosts = Vec::new();
+    let mut run = String::new();
+    for s in sessions {
+        if run.is_empty() {
+            run = s.name.clone();
+        }
+        for h in &s.hosts {
+            hosts.push(match load(h) {
+                Ok(p) => host_overview(&h.host, &p),
+                Err(e) => failed(&h.host, e),
+            });
+        }
+    }
+    let first = hosts.iter().find(|h| h.error.is_none());
+    Overview {
+        run,
+        host_count: hosts.len(),
+        device_type: first
+            .and_then(|h| h.device.as_ref())
+            .map(|d| format!("{} ({})", d.kind.as_str(), d.model))
+            .unwrap_or_default(),
+        devices_participated: hosts
+            .iter()
+            .filter_map(|h| h.device.as_ref())
+            .map(|d| d.active)
+            .sum(),
+        categories: CATEGORIES,
+        steps: first.map(|h| h.steps.clone()),
+        steps_all: first.map(|h| h.steps_all.clone()),
+        hosts,
+    }
+}
+
+pub fn render_text(o: &Overview) -> String {
+    let mut t = format!(
+        "run {}: {} host(s), device {}, {} device(s) participated\n",
+        o.run, o.host_count, o.device_type, o.devices_participated
+    );
+    for h in &o.hosts {
+        if let Some(e) = &h.error {
+            t.push_str(&format!("host {}: error: {e}\n", h.host));
+            continue;
+        }
+        let s = &h.steps;
+        t.push_str(&format!(
+            "host {}: {} steps (XProf-compatible; {} annotated), mean {} ± {} (min {}, max {})\n",
+            h.host,
+            s.count,
+            h.steps_all.count,
+            ms(s.mean_ps),
+            ms(s.std_dev_ps),
+            ms(s.min_ps),
+            ms(s.max_ps)
+        ));
+        for (c, v) in CATEGORIES.iter().zip(&s.mean_breakdown_ps) {
+            if *v > 0 {
+                t.push_str(&format!("  {:<32} {}\n", c.label, ms(*v)));
+            }
+        }
+        if let Some(d) = h.device_duty_cycle_percent {
+            t.push_str(&format!("  device duty cycle {d:.1}%\n"));
+        }
+        t.push_str(&format!(
+            "  ops on device: {:.1}% of ops, {:.1}% of time\n",
+            h.placement.device_ops_percent, h.placement.device_time_percent
+        ));
+        for r in &h.recommendations {
+            t.push_str(&format!("  * {} ({})\n", r.text, r.evidence));
+        }
+    }
+    t
+}
+
+pub fn render_csv(o: &Overview) -> String {
+    let mut t = String::from("host,step,group_id,begin_ps,duration_ps");
+    for c in CATEGORIES {
+        t.push_str(&format!(",{}_ps", c.id));
+    }
+    t.push('\n');
+    for h in &o.hosts {
+        for r in &h.steps.rows {
+            t.push_str(&format!(
+                "{},{},{},{},{}",
+                crate::tools::csv_field(&h.host),
+                crate::tools::csv_field(&r.name),
+                r.group_id,
+                r.begin_ps,
+                r.duration_ps
+            ));
+            for v in &r.breakdown_ps {
+                t.push_str(&format!(",{v}"));
+            }
+            t.push('\n');
+        }
+    }
+    t
+}
