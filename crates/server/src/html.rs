@@ -140,8 +140,91 @@ pub fn trace_body() -> String {
 pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
     match tool {
         "report" => report_view(&out.json),
+        "graph_viewer" => graph_view(&out.json),
         _ => format!("<pre>{}</pre>", esc(&out.text)),
     }
+}
+
+/// The graph viewer: a search form (submitted with the page's run / host selectors) and the
+/// server-laid-out SVG; selecting a node draws that op.
+fn graph_view(g: &Value) -> String {
+    let mut o = String::new();
+    let empty = Vec::new();
+    let radius = g.get("radius").and_then(Value::as_u64).unwrap_or(2);
+    let _ = write!(
+        o,
+        "<section class=\"graph\" data-module=\"{drawn}\"><h1>Graph viewer</h1><div class=\"graph-form\">\
+<input type=\"hidden\" name=\"module\" form=\"nav\" value=\"\">\
+<label>HLO op <input type=\"search\" name=\"op\" form=\"nav\" value=\"{op}\" placeholder=\"e.g. fusion.3\" aria-label=\"HLO op name\"></label> \
+<label>Radius <input type=\"number\" name=\"radius\" form=\"nav\" min=\"0\" max=\"16\" value=\"{radius}\" style=\"width:4em\"></label> \
+<button type=\"submit\" form=\"nav\">Show</button></div>",
+        drawn = esc(g.get("module").and_then(Value::as_str).unwrap_or("")),
+        op = esc(s(g, "query")),
+    );
+    for m in g["messages"].as_array().unwrap_or(&empty) {
+        let _ = write!(o, "<p class=\"dim\">{}</p>", esc(m.as_str().unwrap_or("")));
+    }
+    if let (Some(m), Some(f)) = (
+        g.get("module").and_then(Value::as_str),
+        g.get("focus").and_then(Value::as_str),
+    ) {
+        let _ = write!(
+            o,
+            "<p><b>{}</b> in module <code>{}</code> · {} ops, {} edges · radius {} · select an op to centre on it</p>",
+            esc(f),
+            esc(m),
+            g["nodes"].as_array().map_or(0, Vec::len),
+            g["edges"].as_array().map_or(0, Vec::len),
+            radius
+        );
+        let also = g["also_in"].as_array().unwrap_or(&empty);
+        if !also.is_empty() {
+            o.push_str("<p class=\"dim\">Also in: ");
+            for a in also {
+                let _ = write!(
+                    o,
+                    "<a href=\"#\" data-op=\"{n}\" data-module=\"{m}\">{m}</a> ",
+                    n = esc(s(a, "name")),
+                    m = esc(s(a, "module"))
+                );
+            }
+            o.push_str("</p>");
+        }
+        let _ = write!(
+            o,
+            "<div class=\"graph-svg\" style=\"overflow:auto;border:1px solid #ddd;max-height:80vh\">{}</div>",
+            s(g, "svg")
+        );
+    }
+    let cands = g["candidates"].as_array().unwrap_or(&empty);
+    if !cands.is_empty() {
+        let _ = write!(
+            o,
+            "<h3>{} of {} ops whose name contains it</h3><ul class=\"candidates\">",
+            cands.len(),
+            n(g, "candidate_count")
+        );
+        for c in cands {
+            let _ = write!(
+                o,
+                "<li><a href=\"#\" data-op=\"{name}\" data-module=\"{module}\">{name}</a> <span class=\"dim\">{opcode} · {module}</span></li>",
+                name = esc(s(c, "name")),
+                opcode = esc(s(c, "opcode")),
+                module = esc(s(c, "module"))
+            );
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str(
+        "<script>document.querySelector('section.graph').addEventListener('click', (e) => {\
+const t = e.target.closest('[data-op]'); if (!t) return; e.preventDefault();\
+const f = document.getElementById('nav'); if (!f) return;\
+f.querySelector('[name=op]').value = t.dataset.op;\
+f.querySelector('[name=module]').value = t.dataset.module || e.currentTarget.dataset.module || '';\
+const p = new URLSearchParams(new FormData(f)); for (const [k, v] of [...p]) if (!v) p.delete(k);\
+location.search = p.toString(); });</script></section>",
+    );
+    o
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {

@@ -129,6 +129,29 @@ pub struct ToolQuery {
     pub run: Option<String>,
     pub host: Option<String>,
     pub format: Option<String>,
+    /// `graph_viewer`: instruction, hops; `memory_viewer` / `graph_viewer`: module.
+    pub op: Option<String>,
+    pub radius: Option<String>,
+    pub module: Option<String>,
+}
+
+/// Tool options from query values (empty values, as HTML forms send them, count as unset).
+fn tool_params(
+    op: &Option<String>,
+    radius: &Option<String>,
+    module: &Option<String>,
+) -> tools::ToolParams {
+    let some = |v: &Option<String>| {
+        v.as_ref()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    tools::ToolParams {
+        op: some(op),
+        radius: some(radius).and_then(|r| r.parse().ok()),
+        module: some(module),
+        ..Default::default()
+    }
 }
 
 /// Runs a tool on the blocking pool; never lets a panic escape.
@@ -137,10 +160,12 @@ async fn run_tool(
     tool: String,
     run: Option<String>,
     host: Option<String>,
+    params: tools::ToolParams,
 ) -> Result<(Session, tools::ToolOutput), (StatusCode, String)> {
     let sessions = discover(state)
         .await
         .map_err(|e| (StatusCode::NOT_FOUND, e))?;
+    let run = run.filter(|r| !r.is_empty());
     let session = match &run {
         Some(r) => sessions
             .iter()
@@ -170,7 +195,7 @@ async fn run_tool(
         let narrowed = tools::select_host(std::slice::from_ref(&s2), host.as_deref())
             .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
         let mut load = |h: &xlens_store::HostFile| st.cache.get(h);
-        tools::run_tool(&tool, &narrowed, &mut load).map_err(|e| match e {
+        tools::run_tool_with(&tool, &narrowed, &mut load, &params).map_err(|e| match e {
             tools::ToolError::UnknownTool(_) => (StatusCode::NOT_FOUND, e.to_string()),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         })
@@ -190,7 +215,8 @@ async fn api_tool(
     UrlPath(tool): UrlPath<String>,
     Query(q): Query<ToolQuery>,
 ) -> Response {
-    match run_tool(&state, tool, q.run, q.host).await {
+    let params = tool_params(&q.op, &q.radius, &q.module);
+    match run_tool(&state, tool, q.run, q.host, params).await {
         Ok((_, out)) => match q.format.as_deref() {
             Some("csv") => match out.csv {
                 Some(csv) => {
@@ -218,6 +244,9 @@ struct PageQuery {
     run: Option<String>,
     tool: Option<String>,
     host: Option<String>,
+    op: Option<String>,
+    radius: Option<String>,
+    module: Option<String>,
 }
 
 async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Response {
@@ -248,7 +277,8 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         // The trace viewer draws itself from the level-of-detail API.
         html::trace_body()
     } else {
-        match run_tool(&state, tool.clone(), run.clone(), host.clone()).await {
+        let params = tool_params(&q.op, &q.radius, &q.module);
+        match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
             Ok((_, out)) => html::tool_body(&tool, &out),
             Err((_, msg)) => html::error_box(&msg),
         }

@@ -43,8 +43,8 @@ pub async fn index_for(
     let sessions = discover(state)
         .await
         .map_err(|e| (StatusCode::NOT_FOUND, e))?;
-    let session = match &q.run {
-        Some(r) => sessions.iter().find(|s| &s.name == r),
+    let session = match q.run.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) => sessions.iter().find(|s| s.name == r),
         None => sessions.first(),
     }
     .cloned()
