@@ -419,7 +419,9 @@ impl TraceIndex {
                 let ev = &line.events;
                 for i in 0..ev.len() {
                     for st in ev.stats(i) {
-                        let Some(id) = st.value.as_i64() else { continue };
+                        let Some(id) = st.value.as_i64() else {
+                            continue;
+                        };
                         let map = if Some(st.key) == keys.0 {
                             &mut f.producers
                         } else if Some(st.key) == keys.1 {
@@ -475,7 +477,9 @@ impl TraceIndex {
         };
         let keys = (p.key("_p"), p.key("_c"), p.key("correlation_id"));
         for st in line.events.stats(index as usize) {
-            let Some(id) = st.value.as_i64() else { continue };
+            let Some(id) = st.value.as_i64() else {
+                continue;
+            };
             let k = (t.host, id);
             if Some(st.key) == keys.0 {
                 link("out", "producer/consumer", id, f.consumers.get(&k));
@@ -488,7 +492,11 @@ impl TraceIndex {
                     if (tr, ix) == (track, index) {
                         continue;
                     }
-                    let other = self.line(&self.tracks[tr as usize]).2.events.start(ix as usize);
+                    let other = self
+                        .line(&self.tracks[tr as usize])
+                        .2
+                        .events
+                        .start(ix as usize);
                     let dir = if other >= me { "out" } else { "in" };
                     link(dir, "correlation_id", id, Some(&vec![(tr, ix)]));
                 }
@@ -567,12 +575,10 @@ impl TraceIndex {
             self_ps: (ev.dur(i) - children).max(0),
             depth: d,
             wall_clock_start_ns: abs(s),
-            step: self
-                .step_at(t.host, s + off)
-                .map(|(n, name)| match n {
-                    Some(n) => format!("{name} {n}"),
-                    None => name,
-                }),
+            step: self.step_at(t.host, s + off).map(|(n, name)| match n {
+                Some(n) => format!("{name} {n}"),
+                None => name,
+            }),
             source,
             stats,
             flows: self.flows_of(track, index),

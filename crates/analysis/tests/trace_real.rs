@@ -8,8 +8,15 @@ use xlens_analysis::trace::TraceIndex;
 use xlens_store::Format;
 
 fn fixture(run: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir/plugins/profile").join(run);
-    std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path()
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/logdir/plugins/profile")
+        .join(run);
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
 }
 
 fn index(run: &str) -> TraceIndex {
@@ -19,7 +26,12 @@ fn index(run: &str) -> TraceIndex {
 
 #[test]
 fn every_event_is_drawn_or_counted_at_any_zoom() {
-    for run in ["jax_mlp_small", "tpu_inference", "gpu_multi_worker", "tf_keras_cnn_small"] {
+    for run in [
+        "jax_mlp_small",
+        "tpu_inference",
+        "gpu_multi_worker",
+        "tf_keras_cnn_small",
+    ] {
         let idx = index(run);
         let p = load_path(&fixture(run), Format::XSpace).unwrap();
         assert_eq!(idx.total_events, p.event_count() as u64, "{run}");
@@ -32,14 +44,24 @@ fn every_event_is_drawn_or_counted_at_any_zoom() {
         let (a, b) = idx.span;
         let (s, e) = (a + (b - a) / 3, a + (b - a) / 3 + (b - a) / 50);
         let v = idx.query(s, e, 1000);
-        assert!(v.events.iter().all(|x| x.start_ps <= e && x.start_ps + x.dur_ps >= s), "{run}");
+        assert!(
+            v.events
+                .iter()
+                .all(|x| x.start_ps <= e && x.start_ps + x.dur_ps >= s),
+            "{run}"
+        );
     }
 }
 
 #[test]
 fn device_tracks_come_first_in_familiar_order() {
     let idx = index("tpu_inference");
-    let first: Vec<(&str, &str)> = idx.tracks.iter().take(4).map(|t| (t.group.as_str(), t.name.as_str())).collect();
+    let first: Vec<(&str, &str)> = idx
+        .tracks
+        .iter()
+        .take(4)
+        .map(|t| (t.group.as_str(), t.name.as_str()))
+        .collect();
     assert_eq!(
         first,
         vec![
@@ -52,10 +74,18 @@ fn device_tracks_come_first_in_familiar_order() {
     assert_eq!(idx.tracks.last().unwrap().group, "/host:CPU");
     // TPU ops show the instruction name, with the HLO expression in the details.
     let v = idx.query(idx.span.0, idx.span.1, 1000);
-    let op = v.events.iter().find(|e| idx.tracks[e.track as usize].name == "XLA Ops").unwrap();
+    let op = v
+        .events
+        .iter()
+        .find(|e| idx.tracks[e.track as usize].name == "XLA Ops")
+        .unwrap();
     let d = idx.details(op.track, op.index).unwrap();
     assert!(!d.name.contains(' '), "{}", d.name);
-    assert!(d.long_name.contains(" = ") && d.long_name.contains(&d.name), "{}", d.long_name);
+    assert!(
+        d.long_name.contains(" = ") && d.long_name.contains(&d.name),
+        "{}",
+        d.long_name
+    );
     assert!(d.stats.iter().any(|(k, _)| k == "bytes_accessed"));
 }
 
@@ -66,12 +96,19 @@ fn producer_consumer_flows_link_host_events() {
     let mut linked = 0;
     for e in &v.events {
         let d = idx.details(e.track, e.index).unwrap();
-        let p_id = d.stats.iter().find(|(k, _)| k == "_p").map(|(_, v)| v.clone());
+        let p_id = d
+            .stats
+            .iter()
+            .find(|(k, _)| k == "_p")
+            .map(|(_, v)| v.clone());
         if let Some(id) = p_id {
             for f in &d.flows {
                 assert_eq!(f.direction, "out");
                 let other = idx.details(f.track, f.index).unwrap();
-                assert!(other.stats.iter().any(|(k, v)| k == "_c" && *v == id), "{other:?}");
+                assert!(
+                    other.stats.iter().any(|(k, v)| k == "_c" && *v == id),
+                    "{other:?}"
+                );
                 linked += 1;
             }
         }
@@ -81,8 +118,18 @@ fn producer_consumer_flows_link_host_events() {
     }
     assert!(linked > 0, "no producer/consumer flow found");
     // Steps: an event inside the first annotated step knows it.
-    let train = v.events.iter().find(|e| v.names[e.name as usize] == "train").unwrap();
-    assert_eq!(idx.details(train.track, train.index).unwrap().step.as_deref(), Some("train 0"));
+    let train = v
+        .events
+        .iter()
+        .find(|e| v.names[e.name as usize] == "train")
+        .unwrap();
+    assert_eq!(
+        idx.details(train.track, train.index)
+            .unwrap()
+            .step
+            .as_deref(),
+        Some("train 0")
+    );
 }
 
 #[test]
