@@ -318,7 +318,8 @@ fn convolution_flops_by_hand() {
         &[(1, 0, 0), (1, 0, 0)],
         4,
     );
-    assert_eq!(conv_flops(&m), 2 * (4 / 4) * 4 * 15 * 15);
+    let (cin, groups) = (4, 4);
+    assert_eq!(conv_flops(&m), 2 * (cin / groups) * 4 * 15 * 15);
     // Equivalent to the textbook formula when nothing is padded: 2 × out pixels × K × K × Cin × Cout.
     assert_eq!(2 * 4 * 15 * 15, 2 * 5 * 5 * 3 * 3 * 4);
 }

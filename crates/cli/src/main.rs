@@ -51,6 +51,12 @@ struct ParamArgs {
     /// trace_viewer: pixel width deciding the level of detail (default 1500).
     #[arg(long)]
     width: Option<u32>,
+    /// graph_viewer: the HLO instruction to draw (e.g. fusion.3); narrow with --module.
+    #[arg(long)]
+    op: Option<String>,
+    /// graph_viewer: hops of operands and users to follow (default 2).
+    #[arg(long)]
+    radius: Option<u32>,
 }
 
 impl ParamArgs {
@@ -61,6 +67,8 @@ impl ParamArgs {
             start_ps: self.start_ps,
             end_ps: self.end_ps,
             width: self.width,
+            op: self.op.clone(),
+            radius: self.radius,
         }
     }
 }
