@@ -1,1 +1,423 @@
-//! Peak compute and memory bandwidth per device (in progress).
+//! Peak compute and memory bandwidth per device: the roofs of the roofline and the denominators
+//! of FLOPs / bandwidth utilisation.
+//!
+//! In order of preference:
+//! 1. the profile's own plane stats (`peak_teraflops_per_second`,
+//!    `peak_hbm_bw_gigabytes_per_second` on TPU planes; `memory_bandwidth` on GPU planes);
+//! 2. for GPUs without a stated FLOP rate, the [`TABLE`] figure for the model the plane names,
+//!    else the FP32 CUDA-core peak derived from the plane's `clock_rate`, `core_count` and compute
+//!    capability;
+//! 3. the [`TABLE`] of TPU v2–v7 and NVIDIA A100/H100/H200/B200 figures (dense BF16, per device
+//!    plane), each with its public source;
+//! 4. for CPU profiles, figures the user gives (`--peak-flops`, `--peak-bw`), else a quick
+//!    measurement of the machine running xlens ([`measure_host`]) — labelled as such, since it
+//!    need not be the profiled machine.
+//!
+//! [`PeakSpec::source`] always says which of these a figure came from.
+
+use serde::Serialize;
+use std::sync::OnceLock;
+use xlens_model::{Plane, Profile};
+
+use crate::device::{device_info, device_planes, DeviceKind};
+
+/// Where a peak figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakSource {
+    /// Stated by the profile (plane stats).
+    Profile,
+    /// Derived from GPU plane stats (clock × SMs × FP32 lanes per SM).
+    DerivedFromProfile,
+    /// The built-in table of published figures.
+    Table,
+    /// Given by the user.
+    UserGiven,
+    /// Measured on the machine running xlens (not necessarily the profiled one).
+    MeasuredHere,
+    /// Not known.
+    Unknown,
+}
+
+/// One published device figure. FLOP rates are dense (no structured sparsity) BF16 matrix
+/// throughput per device plane as profiles show them (per chip, except TPU v2/v3 whose two
+/// TensorCores are separate planes).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TableEntry {
+    pub name: &'static str,
+    pub peak_teraflops_per_second: f64,
+    pub peak_hbm_gigabytes_per_second: f64,
+    /// Where the figures were published.
+    pub source: &'static str,
+}
+
+/// Published peaks. Per-chip TPU figures are from Google Cloud's "TPU versions" pages; TPU v2
+/// and v3 chips hold two TensorCores, each its own device plane, so their per-plane figures are
+/// half the chip's. NVIDIA figures are the datasheets' dense BF16 Tensor Core rates (the
+/// datasheets' headline BF16 numbers are "with sparsity", twice these).
+pub const TABLE: &[TableEntry] = &[
+    // 45 TFLOP/s and 16 GiB HBM at 600 GB/s per chip of 2 TensorCores.
+    TableEntry {
+        name: "TPU v2",
+        peak_teraflops_per_second: 22.5,
+        peak_hbm_gigabytes_per_second: 300.0,
+        source: "https://cloud.google.com/tpu/docs/v2 (per chip: 45 TFLOP/s bf16, 600 GB/s HBM; 2 TensorCores)",
+    },
+    // 123 TFLOP/s and 900 GB/s per chip of 2 TensorCores.
+    TableEntry {
+        name: "TPU v3",
+        peak_teraflops_per_second: 61.5,
+        peak_hbm_gigabytes_per_second: 450.0,
+        source: "https://cloud.google.com/tpu/docs/v3 (per chip: 123 TFLOP/s bf16, 900 GB/s HBM; 2 TensorCores)",
+    },
+    TableEntry {
+        name: "TPU v4",
+        peak_teraflops_per_second: 275.0,
+        peak_hbm_gigabytes_per_second: 1200.0,
+        source: "https://cloud.google.com/tpu/docs/v4 (per chip: 275 TFLOP/s bf16, 1200 GB/s HBM; megacore)",
+    },
+    TableEntry {
+        name: "TPU v5e",
+        peak_teraflops_per_second: 197.0,
+        peak_hbm_gigabytes_per_second: 819.0,
+        source: "https://cloud.google.com/tpu/docs/v5e (per chip: 197 TFLOP/s bf16, 819 GB/s HBM)",
+    },
+    TableEntry {
+        name: "TPU v5p",
+        peak_teraflops_per_second: 459.0,
+        peak_hbm_gigabytes_per_second: 2765.0,
+        source: "https://cloud.google.com/tpu/docs/v5p (per chip: 459 TFLOP/s bf16, 2765 GB/s HBM)",
+    },
+    TableEntry {
+        name: "TPU v6e",
+        peak_teraflops_per_second: 918.0,
+        peak_hbm_gigabytes_per_second: 1640.0,
+        source: "https://cloud.google.com/tpu/docs/v6e (per chip: 918 TFLOP/s bf16, 1640 GB/s HBM)",
+    },
+    // Ironwood: 4614 TFLOP/s FP8 and 7.37 TB/s HBM per chip; BF16 is half the FP8 rate.
+    TableEntry {
+        name: "TPU v7",
+        peak_teraflops_per_second: 2307.0,
+        peak_hbm_gigabytes_per_second: 7370.0,
+        source: "https://cloud.google.com/tpu/docs/tpu7x and https://blog.google/products/google-cloud/ironwood-tpu-age-of-inference/ (per chip: 4614 TFLOP/s fp8, 7.37 TB/s HBM)",
+    },
+    TableEntry {
+        name: "NVIDIA A100 40GB",
+        peak_teraflops_per_second: 312.0,
+        peak_hbm_gigabytes_per_second: 1555.0,
+        source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (BF16 Tensor Core 312 TFLOPS dense; 40GB: 1,555 GB/s)",
+    },
+    TableEntry {
+        name: "NVIDIA A100 80GB",
+        peak_teraflops_per_second: 312.0,
+        peak_hbm_gigabytes_per_second: 2039.0,
+        source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (BF16 Tensor Core 312 TFLOPS dense; 80GB SXM: 2,039 GB/s)",
+    },
+    TableEntry {
+        name: "NVIDIA H100 PCIe",
+        peak_teraflops_per_second: 756.0,
+        peak_hbm_gigabytes_per_second: 2000.0,
+        source: "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (H100 PCIe: BF16 1,513 TFLOPS with sparsity, 2 TB/s)",
+    },
+    TableEntry {
+        name: "NVIDIA H100 SXM",
+        peak_teraflops_per_second: 989.0,
+        peak_hbm_gigabytes_per_second: 3350.0,
+        source: "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (H100 SXM: BF16 1,979 TFLOPS with sparsity, 3.35 TB/s)",
+    },
+    TableEntry {
+        name: "NVIDIA H200",
+        peak_teraflops_per_second: 989.0,
+        peak_hbm_gigabytes_per_second: 4800.0,
+        source: "https://www.nvidia.com/en-us/data-center/h200/ (H200 SXM: BF16 1,979 TFLOPS with sparsity, 4.8 TB/s)",
+    },
+    TableEntry {
+        name: "NVIDIA B200",
+        peak_teraflops_per_second: 2250.0,
+        peak_hbm_gigabytes_per_second: 8000.0,
+        source: "https://www.nvidia.com/en-us/data-center/hgx/ (HGX B200 per GPU: BF16 4.5 PFLOPS with sparsity, 8 TB/s)",
+    },
+];
+
+/// The table entry for a device model as profiles name it (`TPU v6 Lite`, `TPU v5`,
+/// `NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-40GB`, ...).
+pub fn lookup(model: &str) -> Option<&'static TableEntry> {
+    let m: String = model
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let name = if m.contains("tpu") {
+        if m.contains("v7") || m.contains("tpu7") || m.contains("ironwood") {
+            "TPU v7"
+        } else if m.contains("v6") || m.contains("trillium") {
+            "TPU v6e"
+        } else if m.contains("v5lite") || m.contains("v5e") {
+            "TPU v5e"
+        } else if m.contains("v5") {
+            "TPU v5p"
+        } else if m.contains("v4") {
+            "TPU v4"
+        } else if m.contains("v3") {
+            "TPU v3"
+        } else if m.contains("v2") {
+            "TPU v2"
+        } else {
+            return None;
+        }
+    } else if m.contains("b200") {
+        "NVIDIA B200"
+    } else if m.contains("h200") {
+        "NVIDIA H200"
+    } else if m.contains("h100") {
+        if m.contains("pcie") {
+            "NVIDIA H100 PCIe"
+        } else {
+            "NVIDIA H100 SXM"
+        }
+    } else if m.contains("a100") {
+        if m.contains("40gb") {
+            "NVIDIA A100 40GB"
+        } else {
+            "NVIDIA A100 80GB"
+        }
+    } else {
+        return None;
+    };
+    TABLE.iter().find(|e| e.name == name)
+}
+
+/// Peaks the user states (for CPU profiles, or to override).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserPeaks {
+    pub flops_per_second: Option<f64>,
+    pub bytes_per_second: Option<f64>,
+}
+
+/// The roofs of one host's device.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeakSpec {
+    pub kind: DeviceKind,
+    pub model: String,
+    /// Per device (TPU core plane / GPU / the whole host CPU).
+    pub flops_per_second: Option<f64>,
+    pub bytes_per_second: Option<f64>,
+    pub flops_source: PeakSource,
+    pub bandwidth_source: PeakSource,
+    /// How the figures were obtained, in words (with the table's citation when used).
+    pub note: String,
+}
+
+impl PeakSpec {
+    /// Operational intensity (FLOP/byte) where the compute and memory roofs meet.
+    pub fn ridge_point(&self) -> Option<f64> {
+        match (self.flops_per_second, self.bytes_per_second) {
+            (Some(f), Some(b)) if b > 0.0 => Some(f / b),
+            _ => None,
+        }
+    }
+}
+
+fn plane_f64(p: &Profile, plane: &Plane, name: &str) -> Option<f64> {
+    let k = p.key(name)?;
+    plane.stats().get(k)?.as_f64().filter(|v| *v > 0.0)
+}
+
+/// FP32 lanes per SM by compute capability (NVIDIA CUDA C Programming Guide, "Arithmetic
+/// Instructions" throughput table: 32-bit floating-point add, multiply, multiply-add).
+pub fn fp32_lanes_per_sm(major: u32, minor: u32) -> Option<f64> {
+    Some(match (major, minor) {
+        (5, _) => 128.0,
+        (6, 0) => 64.0,
+        (6, _) => 128.0,
+        (7, _) => 64.0,
+        (8, 0) => 64.0,
+        (8, _) => 128.0,
+        (9, _) | (10, _) | (12, _) => 128.0,
+        _ => return None,
+    })
+}
+
+/// The peaks of a host's device (see the module docs for the order of sources).
+pub fn peak_spec(p: &Profile, user: UserPeaks) -> PeakSpec {
+    let info = device_info(p);
+    let mut spec = PeakSpec {
+        kind: info.kind,
+        model: info.model.clone(),
+        flops_per_second: None,
+        bytes_per_second: None,
+        flops_source: PeakSource::Unknown,
+        bandwidth_source: PeakSource::Unknown,
+        note: String::new(),
+    };
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(tf) = info.peak_teraflops_per_second {
+        spec.flops_per_second = Some(tf * 1e12);
+        spec.flops_source = PeakSource::Profile;
+    }
+    if let Some(bw) = info.peak_hbm_gigabytes_per_second {
+        spec.bytes_per_second = Some(bw * 1e9);
+        spec.bandwidth_source = PeakSource::Profile;
+    }
+    if info.kind != DeviceKind::Cpu {
+        let table = lookup(&info.model);
+        if spec.flops_per_second.is_none() {
+            if let Some(e) = table {
+                spec.flops_per_second = Some(e.peak_teraflops_per_second * 1e12);
+                spec.flops_source = PeakSource::Table;
+            } else if info.kind == DeviceKind::Gpu {
+                let plane = device_planes(p, DeviceKind::Gpu)
+                    .into_iter()
+                    .find(|(_, pl)| pl.event_count() > 0)
+                    .map(|x| x.1);
+                if let Some(pl) = plane {
+                    let clock_khz = plane_f64(p, pl, "clock_rate");
+                    let sms = plane_f64(p, pl, "core_count");
+                    let major = plane_f64(p, pl, "compute_cap_major");
+                    let minor = plane_f64(p, pl, "compute_cap_minor").or(Some(0.0));
+                    if let (Some(c), Some(s), Some(a), Some(b)) = (clock_khz, sms, major, minor) {
+                        if let Some(lanes) = fp32_lanes_per_sm(a as u32, b as u32) {
+                            spec.flops_per_second = Some(2.0 * lanes * s * c * 1e3);
+                            spec.flops_source = PeakSource::DerivedFromProfile;
+                            notes.push(format!(
+                                "FLOP rate: FP32 CUDA-core peak = 2 × {lanes} lanes × {s} SMs × {:.3} GHz (compute capability {a}.{b}); Tensor Core rates are higher",
+                                c / 1e6
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if spec.bytes_per_second.is_none() {
+            if let Some(e) = table {
+                spec.bytes_per_second = Some(e.peak_hbm_gigabytes_per_second * 1e9);
+                spec.bandwidth_source = PeakSource::Table;
+            }
+        }
+        if let Some(e) = table.filter(|_| {
+            spec.flops_source == PeakSource::Table || spec.bandwidth_source == PeakSource::Table
+        }) {
+            notes.push(format!("{} from the built-in table: {}", e.name, e.source));
+        }
+    }
+    if let Some(f) = user.flops_per_second.filter(|v| *v > 0.0) {
+        spec.flops_per_second = Some(f);
+        spec.flops_source = PeakSource::UserGiven;
+        notes.push("FLOP rate given by the user".into());
+    }
+    if let Some(b) = user.bytes_per_second.filter(|v| *v > 0.0) {
+        spec.bytes_per_second = Some(b);
+        spec.bandwidth_source = PeakSource::UserGiven;
+        notes.push("bandwidth given by the user".into());
+    }
+    if info.kind == DeviceKind::Cpu
+        && (spec.flops_per_second.is_none() || spec.bytes_per_second.is_none())
+    {
+        let m = measure_host();
+        if spec.flops_per_second.is_none() {
+            spec.flops_per_second = Some(m.flops_per_second);
+            spec.flops_source = PeakSource::MeasuredHere;
+        }
+        if spec.bytes_per_second.is_none() {
+            spec.bytes_per_second = Some(m.bytes_per_second);
+            spec.bandwidth_source = PeakSource::MeasuredHere;
+        }
+        notes.push(format!(
+            "measured on the machine running xlens ({} threads), not necessarily the profiled one; give --peak-flops / --peak-bw for the real figures",
+            m.threads
+        ));
+    }
+    spec.note = notes.join("; ");
+    spec
+}
+
+/// A quick measurement of this machine.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct HostMeasurement {
+    pub flops_per_second: f64,
+    pub bytes_per_second: f64,
+    pub threads: usize,
+}
+
+/// Measures this machine once per process (~0.1 s): an f32 multiply-add loop on every thread for
+/// the FLOP rate, a 32 MiB buffer copy for the memory bandwidth. A rough roof, not a benchmark.
+pub fn measure_host() -> HostMeasurement {
+    static CELL: OnceLock<HostMeasurement> = OnceLock::new();
+    *CELL.get_or_init(|| {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        const LANES: usize = 64;
+        const ITERS: usize = 200_000;
+        let start = std::time::Instant::now();
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut acc = [1.0f32 + t as f32 * 1e-3; LANES];
+                    let mul = std::hint::black_box(0.999_999f32);
+                    let add = std::hint::black_box(1e-7f32);
+                    for _ in 0..ITERS {
+                        for a in acc.iter_mut() {
+                            *a = a.mul_add(mul, add);
+                        }
+                    }
+                    std::hint::black_box(acc.iter().sum::<f32>())
+                })
+            })
+            .collect();
+        for h in handles {
+            let _ = h.join();
+        }
+        let secs = start.elapsed().as_secs_f64().max(1e-9);
+        let flops = 2.0 * (LANES * ITERS * threads) as f64 / secs;
+        const BYTES: usize = 32 << 20;
+        let src = vec![1u8; BYTES];
+        let mut dst = vec![0u8; BYTES];
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        HostMeasurement {
+            flops_per_second: flops,
+            // A copy reads and writes every byte.
+            bytes_per_second: 2.0 * BYTES as f64 / best.max(1e-9),
+            threads,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lookup() {
+        assert_eq!(lookup("TPU v6 Lite").map(|e| e.name), Some("TPU v6e"));
+        assert_eq!(lookup("TPU v5 lite").map(|e| e.name), Some("TPU v5e"));
+        assert_eq!(lookup("TPU v5").map(|e| e.name), Some("TPU v5p"));
+        assert_eq!(lookup("TPU v4").map(|e| e.name), Some("TPU v4"));
+        assert_eq!(lookup("TPU7x").map(|e| e.name), Some("TPU v7"));
+        assert_eq!(
+            lookup("NVIDIA H100 80GB HBM3").map(|e| e.name),
+            Some("NVIDIA H100 SXM")
+        );
+        assert_eq!(
+            lookup("NVIDIA A100-SXM4-40GB").map(|e| e.name),
+            Some("NVIDIA A100 40GB")
+        );
+        assert_eq!(lookup("NVIDIA H200").map(|e| e.name), Some("NVIDIA H200"));
+        assert_eq!(lookup("NVIDIA B200").map(|e| e.name), Some("NVIDIA B200"));
+        assert!(lookup("Tesla P100").is_none());
+        for e in TABLE {
+            assert!(
+                e.source.starts_with("https://"),
+                "{} cites a source",
+                e.name
+            );
+        }
+        assert_eq!(fp32_lanes_per_sm(8, 0), Some(64.0));
+    }
+}

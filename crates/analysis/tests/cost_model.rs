@@ -323,3 +323,41 @@ fn convolution_flops_by_hand() {
     // Equivalent to the textbook formula when nothing is padded: 2 × out pixels × K × K × Cin × Cout.
     assert_eq!(2 * 4 * 15 * 15, 2 * 5 * 5 * 3 * 3 * 4);
 }
+
+#[test]
+fn peaks_from_profile_table_and_user() {
+    use xlens_analysis::peaks::{lookup, peak_spec, PeakSource, UserPeaks};
+    // TPU: the planes state their peaks; they agree with the published v6e figures.
+    let p = load("tpu_inference");
+    let s = peak_spec(&p, UserPeaks::default());
+    assert_eq!(s.flops_source, PeakSource::Profile);
+    assert_eq!(s.flops_per_second, Some(918e12));
+    assert!((s.bytes_per_second.unwrap() - 1637.993152512e9).abs() < 1.0);
+    let table = lookup(&s.model).unwrap();
+    assert_eq!(table.peak_teraflops_per_second, 918.0);
+    assert!((table.peak_hbm_gigabytes_per_second - 1638.0).abs() < 5.0);
+    assert!(s.ridge_point().unwrap() > 500.0);
+    // CPU: user-given figures win and are labelled so.
+    let p = load("jax_mlp_small");
+    let s = peak_spec(
+        &p,
+        UserPeaks {
+            flops_per_second: Some(1e12),
+            bytes_per_second: Some(1e11),
+        },
+    );
+    assert_eq!(
+        (s.flops_source, s.bandwidth_source),
+        (PeakSource::UserGiven, PeakSource::UserGiven)
+    );
+    assert_eq!(s.ridge_point(), Some(10.0));
+    // CPU without figures: measured here, and said so.
+    let s = peak_spec(&p, UserPeaks::default());
+    assert_eq!(s.flops_source, PeakSource::MeasuredHere);
+    assert!(s.flops_per_second.unwrap() > 0.0 && s.bytes_per_second.unwrap() > 0.0);
+    assert!(
+        s.note.contains("not necessarily the profiled one"),
+        "{}",
+        s.note
+    );
+}
