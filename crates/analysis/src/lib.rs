@@ -10,6 +10,8 @@
 //! * [`cost_model`] — FLOPs and bytes per HLO instruction from shapes; agreement with XLA's own.
 //! * [`hlo`] — the HLO modules of a profile, decoded and indexed; shape text and sizes.
 //! * [`memory_viewer`] — heap over program order and the buffers live at its peak, per module.
+//! * [`memory_profile`] — the allocator timeline from host allocation events; peak and live allocations.
+//! * [`memory_headroom`] — peak memory against the device memory the profile states.
 //! * [`tools`] — the registry the server and `xlens tool` dispatch through.
 
 pub mod cost_model;
@@ -20,6 +22,8 @@ pub mod hlo;
 pub mod input_pipeline;
 pub mod kernel_stats;
 pub mod load;
+pub mod memory_headroom;
+pub mod memory_profile;
 pub mod memory_viewer;
 pub mod op_metrics;
 pub mod ops;

@@ -64,6 +64,9 @@ pub struct MemoryViewer {
     pub selection_error: Option<String>,
     /// Modules whose HLO could not be decoded.
     pub hlo_errors: Vec<String>,
+    /// The selected module's peak (else the largest module's) against the device memory the
+    /// profile states; `None` when it states none (see [`crate::memory_headroom`]).
+    pub headroom: Option<crate::memory_headroom::Headroom>,
 }
 
 /// One module in the list.
@@ -901,7 +904,29 @@ fn sample_series(heap: &[i64], peak_index: usize) -> (Vec<usize>, String) {
 /// detail.
 pub fn memory_viewer(p: &Profile, module: Option<&str>, memory_space: i64) -> MemoryViewer {
     let idx = hlo_index(p);
-    memory_viewer_of(&idx, module, memory_space)
+    let mut v = memory_viewer_of(&idx, module, memory_space);
+    if memory_space == 0 && !v.modules.is_empty() {
+        v.headroom = viewer_headroom(p, &v);
+    }
+    v
+}
+
+/// The headroom of the selected module (else the largest one) on the device the profile states.
+fn viewer_headroom(p: &Profile, v: &MemoryViewer) -> Option<crate::memory_headroom::Headroom> {
+    let (peak, name) = match &v.selected {
+        Some(s) => (s.peak_heap_bytes, &s.name),
+        None => {
+            let m = v.modules.iter().find(|m| m.error.is_none())?;
+            (m.peak_heap_bytes, &m.name)
+        }
+    };
+    let (cap, src) = crate::memory_headroom::device_memory_capacity(p, None)?;
+    crate::memory_headroom::headroom_of(
+        peak,
+        &format!("memory viewer: module {name} (XLA buffer assignment)"),
+        cap,
+        &src,
+    )
 }
 
 /// [`memory_viewer`] on an already built index.
@@ -961,6 +986,7 @@ pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64)
         selected,
         selection_error,
         hlo_errors: idx.errors.clone(),
+        headroom: None,
     }
 }
 
@@ -1054,6 +1080,12 @@ pub fn render_text(r: &MemoryViewerReport) -> String {
                     m.peak_instruction.as_deref().unwrap_or("-")
                 )),
             }
+        }
+        if let Some(h) = &v.headroom {
+            o.push_str(&format!(
+                "  headroom: {} (capacity from {})\n",
+                h.statement, h.capacity_source
+            ));
         }
         if let Some(e) = &v.selection_error {
             o.push_str(&format!("  {e}\n"));

@@ -53,6 +53,11 @@ pub const TOOLS: &[ToolInfo] = &[
         description: "Per HLO module: peak heap from XLA's buffer assignment, where it occurs, and the buffers live there (select with --module).",
     },
     ToolInfo {
+        name: "memory_profile",
+        title: "Memory profile",
+        description: "Allocator timeline from host allocation events: heap allocated, reserved, free and fragmentation per allocator; the peak, when, and the allocations live there.",
+    },
+    ToolInfo {
         name: "graph_viewer",
         title: "Graph viewer",
         description: "An HLO op's neighbourhood (search by name with --op; --radius hops of operands and users; fusions drawn with their bodies) as a server-laid-out SVG.",
@@ -159,6 +164,14 @@ pub fn run_tool_with(
             Ok(ToolOutput {
                 text: crate::memory_viewer::render_text(&r),
                 csv: Some(crate::memory_viewer::render_csv(&r)),
+                json: to_json(&r)?,
+            })
+        }
+        "memory_profile" => {
+            let r = crate::memory_profile::report(sessions, &mut *load);
+            Ok(ToolOutput {
+                text: crate::memory_profile::render_text(&r),
+                csv: Some(crate::memory_profile::render_csv(&r)),
                 json: to_json(&r)?,
             })
         }
