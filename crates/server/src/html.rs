@@ -141,6 +141,8 @@ pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
     match tool {
         "report" => report_view(&out.json),
         "graph_viewer" => graph_view(&out.json),
+        "memory_viewer" => crate::memory_html::memory_viewer_view(&out.json),
+        "memory_profile" => crate::memory_html::memory_profile_view(&out.json),
         _ => format!("<pre>{}</pre>", esc(&out.text)),
     }
 }

@@ -12,6 +12,7 @@
 
 mod cache;
 mod html;
+mod memory_html;
 mod trace_api;
 
 use axum::extract::{Path as UrlPath, Query, State};
@@ -66,6 +67,7 @@ pub fn router(state: Shared) -> Router {
         .route("/static/app.css", get(css))
         .route("/static/app.js", get(js))
         .route("/static/trace.js", get(trace_js))
+        .route("/static/memory.js", get(memory_js))
         .with_state(state)
 }
 
@@ -133,6 +135,8 @@ pub struct ToolQuery {
     pub op: Option<String>,
     pub radius: Option<String>,
     pub module: Option<String>,
+    /// `memory_viewer`: XLA memory space (0 when unset).
+    pub memory_space: Option<String>,
 }
 
 /// Tool options from query values (empty values, as HTML forms send them, count as unset).
@@ -215,7 +219,11 @@ async fn api_tool(
     UrlPath(tool): UrlPath<String>,
     Query(q): Query<ToolQuery>,
 ) -> Response {
-    let params = tool_params(&q.op, &q.radius, &q.module);
+    let mut params = tool_params(&q.op, &q.radius, &q.module);
+    params.memory_space = q
+        .memory_space
+        .as_deref()
+        .and_then(|v| v.trim().parse().ok());
     match run_tool(&state, tool, q.run, q.host, params).await {
         Ok((_, out)) => match q.format.as_deref() {
             Some("csv") => match out.csv {
@@ -247,6 +255,33 @@ struct PageQuery {
     op: Option<String>,
     radius: Option<String>,
     module: Option<String>,
+    /// `memory_viewer`: XLA memory space (0 when unset).
+    memory_space: Option<String>,
+}
+
+/// The memory viewer's module with the largest peak (the listing is sorted that way).
+async fn largest_module(
+    state: &Shared,
+    run: &Option<String>,
+    host: &Option<String>,
+    params: &tools::ToolParams,
+) -> Option<String> {
+    let (_, out) = run_tool(
+        state,
+        "memory_viewer".to_string(),
+        run.clone(),
+        host.clone(),
+        params.clone(),
+    )
+    .await
+    .ok()?;
+    out.json["hosts"]
+        .as_array()?
+        .iter()
+        .filter_map(|h| h["modules"].as_array()?.first())
+        .max_by_key(|m| m["peak_heap_bytes"].as_i64().unwrap_or(0))
+        .and_then(|m| m["name"].as_str())
+        .map(str::to_string)
 }
 
 async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Response {
@@ -277,7 +312,15 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         // The trace viewer draws itself from the level-of-detail API.
         html::trace_body()
     } else {
-        let params = tool_params(&q.op, &q.radius, &q.module);
+        let mut params = tool_params(&q.op, &q.radius, &q.module);
+        params.memory_space = q
+            .memory_space
+            .as_deref()
+            .and_then(|v| v.trim().parse().ok());
+        if tool == "memory_viewer" && params.module.is_none() {
+            // Show the module with the largest peak rather than none.
+            params.module = largest_module(&state, &run, &host, &params).await;
+        }
         match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
             Ok((_, out)) => html::tool_body(&tool, &out),
             Err((_, msg)) => html::error_box(&msg),
@@ -307,6 +350,14 @@ async fn trace_js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         include_str!("../assets/trace.js"),
+    )
+        .into_response()
+}
+
+async fn memory_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("../assets/memory.js"),
     )
         .into_response()
 }
