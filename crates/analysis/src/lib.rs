@@ -12,6 +12,7 @@
 //! * [`memory_viewer`] — heap over program order and the buffers live at its peak, per module.
 //! * [`memory_profile`] — the allocator timeline from host allocation events; peak and live allocations.
 //! * [`memory_headroom`] — peak memory against the device memory the profile states.
+//! * [`op_profile`], [`hlo_stats`], [`roofline`] — per-HLO-op time, FLOPs, utilisation and bound-by.
 //! * [`tools`] — the registry the server and `xlens tool` dispatch through.
 
 pub mod cost_model;
@@ -19,6 +20,7 @@ pub mod device;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo;
+pub mod hlo_stats;
 pub mod input_pipeline;
 pub mod kernel_stats;
 pub mod load;
@@ -26,10 +28,12 @@ pub mod memory_headroom;
 pub mod memory_profile;
 pub mod memory_viewer;
 pub mod op_metrics;
+pub mod op_profile;
 pub mod ops;
 pub mod overview;
 pub mod peaks;
 pub mod report;
+pub mod roofline;
 pub mod step_db;
 pub mod steps;
 pub mod tools;

@@ -58,6 +58,21 @@ pub const TOOLS: &[ToolInfo] = &[
         description: "Allocator timeline from host allocation events: heap allocated, reserved, free and fragmentation per allocator; the peak, when, and the allocations live there.",
     },
     ToolInfo {
+        name: "op_profile",
+        title: "Op profile",
+        description: "Every HLO op by program → category (or by category, or by framework provenance): time, FLOP rate, FLOPs and HBM utilisation, bound by, wasted time; fusion bodies; CPU profiles from the cost model (--peak-flops/--peak-bw).",
+    },
+    ToolInfo {
+        name: "hlo_stats",
+        title: "HLO op stats",
+        description: "One row per HLO op with XProf's hlo_stats columns (occurrences, total/avg/self time, FLOP rate, memory bandwidth, operational intensity, bound by, source); CSV with XProf's column ids.",
+    },
+    ToolInfo {
+        name: "roofline_model",
+        title: "Roofline",
+        description: "Operational intensity vs FLOP rate against the device's compute and HBM roofs: the whole program, each program, each step and each op, compute- or memory-bound.",
+    },
+    ToolInfo {
         name: "graph_viewer",
         title: "Graph viewer",
         description: "An HLO op's neighbourhood (search by name with --op; --radius hops of operands and users; fusions drawn with their bodies) as a server-laid-out SVG.",
@@ -135,6 +150,10 @@ pub struct ToolParams {
     pub op: Option<String>,
     /// Hops of operands and users `graph_viewer` follows (default 2).
     pub radius: Option<u32>,
+    /// Peak FLOP rate (FLOP/s) and memory bandwidth (bytes/s) for `op_profile`, `hlo_stats` and
+    /// `roofline_model` (CPU profiles; overrides the profile's own figures when given).
+    pub peak_flops: Option<f64>,
+    pub peak_bw: Option<f64>,
 }
 
 /// Runs tool `name` over `sessions` (already narrowed to the wanted hosts).
@@ -255,6 +274,38 @@ pub fn run_tool_with(
                 csv: Some(crate::graph_viewer::render_csv(&g)),
                 json: to_json(&g)?,
             })
+        }
+        "op_profile" | "hlo_stats" | "roofline_model" => {
+            let user = crate::peaks::UserPeaks {
+                flops_per_second: params.peak_flops,
+                bytes_per_second: params.peak_bw,
+            };
+            match name {
+                "op_profile" => {
+                    let r = crate::op_profile::report(sessions, &mut *load, user);
+                    Ok(ToolOutput {
+                        text: crate::op_profile::render_text(&r),
+                        csv: Some(crate::op_profile::render_csv(&r)),
+                        json: to_json(&r)?,
+                    })
+                }
+                "hlo_stats" => {
+                    let r = crate::hlo_stats::report(sessions, &mut *load, user);
+                    Ok(ToolOutput {
+                        text: crate::hlo_stats::render_text(&r),
+                        csv: Some(crate::hlo_stats::render_csv(&r)),
+                        json: to_json(&r)?,
+                    })
+                }
+                _ => {
+                    let r = crate::roofline::report(sessions, &mut *load, user);
+                    Ok(ToolOutput {
+                        text: crate::roofline::render_text(&r),
+                        csv: Some(crate::roofline::render_csv(&r)),
+                        json: to_json(&r)?,
+                    })
+                }
+            }
         }
         "report" => {
             let r = report::report(sessions, &mut *load);

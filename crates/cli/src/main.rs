@@ -57,6 +57,13 @@ struct ParamArgs {
     /// graph_viewer: hops of operands and users to follow (default 2).
     #[arg(long)]
     radius: Option<u32>,
+    /// op_profile / hlo_stats / roofline_model: peak FLOP rate in FLOP/s (e.g. 1.5e12) for CPU
+    /// profiles (default: measured on this machine, labelled as such).
+    #[arg(long)]
+    peak_flops: Option<f64>,
+    /// op_profile / hlo_stats / roofline_model: peak memory bandwidth in bytes/s (e.g. 2e11).
+    #[arg(long)]
+    peak_bw: Option<f64>,
 }
 
 impl ParamArgs {
@@ -69,6 +76,8 @@ impl ParamArgs {
             width: self.width,
             op: self.op.clone(),
             radius: self.radius,
+            peak_flops: self.peak_flops,
+            peak_bw: self.peak_bw,
         }
     }
 }

@@ -1,0 +1,287 @@
+//! HLO op stats: one row per HLO op with XProf's `hlo_stats` columns — occurrences, total / avg /
+//! self time, FLOP rate, memory bandwidth, operational intensity, bound by, source — every op (no
+//! cut), sorted by self time. The CSV header is XProf 2.24.2's column ids, in its units
+//! (times in µs, FLOP rates in GFLOP/s, bandwidths in GiB/s, percentages 0–100), followed by
+//! `source_stack` (older XProf) and xlens's own extras (`flops`, `bytes_accessed`,
+//! `flops_utilization`, `hbm_utilization`, `cost_source`).
+//!
+//! Built on the op rows of [`crate::op_profile`], so its figures are the op profile's: XLA's FLOPs
+//! and bytes where the profile has them, else the cost model (CPU-only profiles, where XProf's
+//! `hlo_stats` is empty).
+
+use serde::Serialize;
+use xlens_model::Profile;
+use xlens_store::Session;
+
+use crate::op_profile::{host_ops, CostSource};
+use crate::peaks::{PeakSpec, UserPeaks};
+use crate::tools::{csv_field, Loader};
+
+/// XProf 2.24.2's `hlo_stats` column ids, in its order.
+pub const XPROF_COLUMNS: &[&str] = &[
+    "rank",
+    "program_id",
+    "category",
+    "hlo_op_name",
+    "hlo_op_expression",
+    "tf_op_name",
+    "occurrences",
+    "total_time",
+    "avg_time",
+    "total_self_time",
+    "avg_self_time",
+    "total_self_time_percent",
+    "cumulative_total_self_time_percent",
+    "dma_stall_percent",
+    "model_flop_rate",
+    "normalized_flop_rate",
+    "measured_memory_bw",
+    "hbm_bw",
+    "cmem_read_bw",
+    "cmem_write_bw",
+    "operational_intensity",
+    "bound_by",
+    "hlo_rematerialization",
+    "outside_compilation",
+    "autotuned",
+    "source_info",
+    "core_type",
+    "parent_op_name",
+    "vdd_energy",
+];
+
+/// Columns xlens adds after XProf's.
+pub const EXTRA_COLUMNS: &[&str] = &[
+    "source_stack",
+    "flops",
+    "bytes_accessed",
+    "flops_utilization",
+    "hbm_utilization",
+    "cost_source",
+];
+
+/// One HLO op, in XProf's units.
+#[derive(Debug, Clone, Serialize)]
+pub struct HloStatsRow {
+    pub rank: usize,
+    pub program_id: String,
+    pub program: String,
+    pub category: String,
+    pub hlo_op_name: String,
+    pub hlo_op_expression: String,
+    pub tf_op_name: String,
+    pub occurrences: u64,
+    /// µs.
+    pub total_time: f64,
+    pub avg_time: f64,
+    pub total_self_time: f64,
+    pub avg_self_time: f64,
+    /// Of the host's op time plus IDLE, 0–100.
+    pub total_self_time_percent: f64,
+    pub cumulative_total_self_time_percent: f64,
+    /// GFLOP/s.
+    pub model_flop_rate: f64,
+    pub normalized_flop_rate: f64,
+    /// GiB/s.
+    pub measured_memory_bw: f64,
+    pub hbm_bw: f64,
+    /// FLOP/byte.
+    pub operational_intensity: f64,
+    pub bound_by: &'static str,
+    pub source_info: String,
+    pub source_stack: String,
+    pub flops: f64,
+    pub bytes_accessed: f64,
+    pub flops_utilization: f64,
+    pub hbm_utilization: f64,
+    pub cost_source: CostSource,
+}
+
+/// The HLO op stats of one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostHloStats {
+    pub host: String,
+    pub error: Option<String>,
+    pub cost_source: CostSource,
+    pub peaks: Option<PeakSpec>,
+    pub op_count: usize,
+    pub rows: Vec<HloStatsRow>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HloStatsReport {
+    pub tool: &'static str,
+    pub columns: Vec<&'static str>,
+    pub hosts: Vec<HostHloStats>,
+}
+
+/// The HLO op stats of one host.
+pub fn host_hlo_stats(host: &str, p: &Profile, user: UserPeaks) -> HostHloStats {
+    let h = host_ops(p, user);
+    let mut ops = h.ops;
+    ops.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.program.cmp(&b.program))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let total = h.total_time_ps.max(1) as f64;
+    let mut cum = 0.0;
+    let rows: Vec<HloStatsRow> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let pct = 100.0 * o.self_time_ps as f64 / total;
+            cum += pct;
+            let us = |ps: f64| ps / 1e6;
+            HloStatsRow {
+                rank: i + 1,
+                program_id: o.program_id.map(|v| v.to_string()).unwrap_or_default(),
+                program: o.program.clone(),
+                category: o.category.clone(),
+                hlo_op_name: o.name.clone(),
+                hlo_op_expression: o.expression.clone(),
+                tf_op_name: o.provenance.clone().unwrap_or_default(),
+                occurrences: o.occurrences,
+                total_time: us(o.total_time_ps as f64),
+                avg_time: us(o.avg_time_ps),
+                total_self_time: us(o.self_time_ps as f64),
+                avg_self_time: us(o.avg_self_time_ps),
+                total_self_time_percent: pct,
+                cumulative_total_self_time_percent: cum,
+                model_flop_rate: o.flop_rate_gflops,
+                normalized_flop_rate: o.flop_rate_gflops,
+                measured_memory_bw: o.memory_bw_gibps,
+                hbm_bw: o.hbm_bw_gibps,
+                operational_intensity: o.operational_intensity,
+                bound_by: o.bound_by,
+                source_info: o.source.clone().unwrap_or_default(),
+                source_stack: o.source_stack.clone().unwrap_or_default(),
+                flops: o.flops,
+                bytes_accessed: o.bytes_accessed,
+                flops_utilization: o.flops_utilization,
+                hbm_utilization: o.hbm_utilization,
+                cost_source: o.cost_source,
+            }
+        })
+        .collect();
+    HostHloStats {
+        host: host.to_string(),
+        error: None,
+        cost_source: h.cost_source,
+        peaks: Some(h.peaks),
+        op_count: rows.len(),
+        rows,
+        notes: h.notes,
+    }
+}
+
+/// HLO op stats of every host of `sessions`.
+pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> HloStatsReport {
+    let mut hosts = Vec::new();
+    for s in sessions {
+        for h in &s.hosts {
+            hosts.push(match load(h) {
+                Ok(p) => host_hlo_stats(&h.host, &p, user),
+                Err(e) => HostHloStats {
+                    host: h.host.clone(),
+                    error: Some(e),
+                    cost_source: CostSource::None,
+                    peaks: None,
+                    op_count: 0,
+                    rows: Vec::new(),
+                    notes: Vec::new(),
+                },
+            });
+        }
+    }
+    HloStatsReport {
+        tool: "hlo_stats",
+        columns: XPROF_COLUMNS
+            .iter()
+            .chain(EXTRA_COLUMNS.iter())
+            .copied()
+            .collect(),
+        hosts,
+    }
+}
+
+/// CSV: XProf's column ids and units, then xlens's extras; every op of every host (a `host`
+/// column is not XProf's, so hosts follow one another; the program id tells programs apart).
+pub fn render_csv(r: &HloStatsReport) -> String {
+    let mut o = r.columns.join(",");
+    o.push('\n');
+    for h in &r.hosts {
+        for x in &h.rows {
+            let fields: Vec<String> = vec![
+                x.rank.to_string(),
+                csv_field(&x.program_id),
+                csv_field(&x.category),
+                csv_field(&x.hlo_op_name),
+                csv_field(&x.hlo_op_expression),
+                csv_field(&x.tf_op_name),
+                x.occurrences.to_string(),
+                x.total_time.to_string(),
+                x.avg_time.to_string(),
+                x.total_self_time.to_string(),
+                x.avg_self_time.to_string(),
+                x.total_self_time_percent.to_string(),
+                x.cumulative_total_self_time_percent.to_string(),
+                "0".into(),
+                x.model_flop_rate.to_string(),
+                x.normalized_flop_rate.to_string(),
+                x.measured_memory_bw.to_string(),
+                x.hbm_bw.to_string(),
+                "0".into(),
+                "0".into(),
+                x.operational_intensity.to_string(),
+                x.bound_by.to_string(),
+                "No".into(),
+                "No".into(),
+                "No".into(),
+                csv_field(&x.source_info),
+                String::new(),
+                String::new(),
+                "0".into(),
+                csv_field(&x.source_stack),
+                x.flops.to_string(),
+                x.bytes_accessed.to_string(),
+                x.flops_utilization.to_string(),
+                x.hbm_utilization.to_string(),
+                format!("{:?}", x.cost_source),
+            ];
+            o.push_str(&fields.join(","));
+            o.push('\n');
+        }
+    }
+    o
+}
+
+/// Plain text summary and the rows.
+pub fn render_text(r: &HloStatsReport) -> String {
+    let mut o = String::new();
+    for h in &r.hosts {
+        o.push_str(&format!("host {}: {} HLO ops", h.host, h.op_count));
+        if let Some(e) = &h.error {
+            o.push_str(&format!(" (error: {e})"));
+        }
+        o.push('\n');
+        for x in &h.rows {
+            o.push_str(&format!(
+                "{:>5} {:<40} {:<24} occ {:>6} self {:>14.3} us ({:.2}%) {:>10.3} GFLOP/s {:>10.3} GiB/s OI {:.3} {}\n",
+                x.rank,
+                x.hlo_op_name,
+                x.category,
+                x.occurrences,
+                x.total_self_time,
+                x.total_self_time_percent,
+                x.model_flop_rate,
+                x.hbm_bw,
+                x.operational_intensity,
+                x.bound_by
+            ));
+        }
+    }
+    o
+}

@@ -1,0 +1,1058 @@
+//! Op profile: every HLO op of a host with its time, FLOPs, bytes, FLOP rate, FLOPs and HBM
+//! bandwidth utilisation, what bounds it and the time it wastes, as a tree by program → category
+//! → op (also by category alone, and by framework provenance), with fusion bodies expandable.
+//!
+//! The per-op rows ([`OpRow`]) are shared with `hlo_stats` and `roofline_model`.
+//!
+//! * **Time**: an op's time is its total time over all occurrences on all devices of the host
+//!   (XProf's `time_ps`); groups add their ops' self time. Time fractions are of the host's op
+//!   time plus IDLE (as XProf's root).
+//! * **FLOPs and bytes**: XLA's own `flops` / `bytes_accessed` where the profile carries them
+//!   (TPU `XLA Ops` metadata, summed over occurrences), else xlens's cost model over the HLO
+//!   module ([`crate::cost_model`]) — XProf leaves op profile empty for CPU-only profiles; xlens
+//!   fills it from the XLA ops run on host threads. [`HostOpProfile::cost_source`] says which.
+//! * **HBM bytes**: the HBM part of the op's `memory_access_breakdown` when it has one, else all
+//!   bytes accessed (the rule XProf's `hlo_stats` and roofline use; XProf's op profile instead
+//!   counts 0 for ops with an empty breakdown — a named difference in the agreement test).
+//! * **Utilisation**: FLOP rate (FLOPs / time) over the peak FLOP rate, HBM bandwidth over the
+//!   peak bandwidth ([`crate::peaks`], whose source is reported), each capped at 1 as XProf does.
+//!   **Bound by** is the larger of the two (`Compute` or `HBM`, `Unknown` when both are 0).
+//!   **Wasted time** = time fraction × (1 − max(FLOPs utilisation, HBM utilisation)).
+
+use serde::Serialize;
+use std::collections::HashMap;
+use xlens_model::{Profile, StatValue, StrId};
+use xlens_proto::xla::HloInstructionProto;
+use xlens_store::Session;
+
+use crate::cost_model::{instruction_name_of, module_costs, Cost};
+use crate::device::DeviceKind;
+use crate::hlo::{hlo_index, shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::op_metrics::{op_metrics, OpMetric};
+use crate::ops::{op_lines, OpSource};
+use crate::peaks::{peak_spec, PeakSpec, UserPeaks};
+use crate::tools::Loader;
+
+/// Where an op's FLOPs and bytes came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostSource {
+    /// XLA's own figures, carried by the profile.
+    Xla,
+    /// xlens's cost model over the HLO module.
+    CostModel,
+    /// Neither (no HLO instruction found for the op).
+    None,
+}
+
+/// One instruction of a fusion body.
+#[derive(Debug, Clone, Serialize)]
+pub struct FusedChild {
+    pub name: String,
+    pub opcode: String,
+    pub expression: String,
+    /// Per execution of the fusion, from the cost model.
+    pub flops: i64,
+    pub transcendentals: i64,
+    pub bytes_accessed: i64,
+    /// Instructions of a nested fusion.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<FusedChild>,
+}
+
+/// One HLO op (aggregated over its occurrences on all devices of a host).
+#[derive(Debug, Clone, Serialize)]
+pub struct OpRow {
+    pub program_id: Option<u64>,
+    /// The program (HLO module) as XProf names it: `jit_f(123)`; `main` when unknown.
+    pub program: String,
+    pub name: String,
+    /// The full HLO expression (`%fusion.3 = f32[..] fusion(..), kind=kLoop, calls=..`).
+    pub expression: String,
+    pub opcode: Option<String>,
+    pub category: String,
+    /// Output shape with layout, and the operands' shapes (copyable text).
+    pub shape: Option<String>,
+    pub operand_shapes: Vec<String>,
+    /// Framework provenance (TF op or JAX name-scope path), when known.
+    pub provenance: Option<String>,
+    /// The HLO metadata `op_name`, when the module has it.
+    pub op_name: Option<String>,
+    /// `file:line`, and the stack when recorded.
+    pub source: Option<String>,
+    pub source_stack: Option<String>,
+    /// XLA's `deduplicated_name` (ops with the same code), when present.
+    pub deduplicated_name: Option<String>,
+    pub occurrences: u64,
+    pub total_time_ps: i64,
+    pub self_time_ps: i64,
+    pub avg_time_ps: f64,
+    pub avg_self_time_ps: f64,
+    pub flops: f64,
+    pub bytes_accessed: f64,
+    pub hbm_bytes: f64,
+    pub cost_source: CostSource,
+    /// FLOPs / total time (GFLOP/s).
+    pub flop_rate_gflops: f64,
+    /// Bytes accessed / total time (GiB/s).
+    pub memory_bw_gibps: f64,
+    /// HBM bytes / total time (GiB/s).
+    pub hbm_bw_gibps: f64,
+    /// FLOPs / byte.
+    pub operational_intensity: f64,
+    pub hbm_operational_intensity: f64,
+    pub flops_utilization: f64,
+    pub hbm_utilization: f64,
+    /// `Compute`, `HBM` or `Unknown`.
+    pub bound_by: &'static str,
+    /// Total time / (host op time + IDLE).
+    pub time_fraction: f64,
+    pub self_time_fraction: f64,
+    pub wasted_time_fraction: f64,
+    /// Fusion body (direct instructions, nested fusions inside), by FLOPs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fused: Vec<FusedChild>,
+}
+
+/// Metrics of a tree node.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NodeMetrics {
+    pub time_ps: i64,
+    pub self_time_ps: i64,
+    pub occurrences: u64,
+    pub flops: f64,
+    pub bytes_accessed: f64,
+    pub hbm_bytes: f64,
+    pub time_fraction: f64,
+    pub flop_rate_gflops: f64,
+    pub hbm_bw_gibps: f64,
+    pub flops_utilization: f64,
+    pub hbm_utilization: f64,
+    pub bound_by: &'static str,
+    pub wasted_time_fraction: f64,
+}
+
+/// A node of an op-profile tree. Leaves point at [`HostOpProfile::ops`] by index.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub name: String,
+    /// `root`, `program`, `category`, `provenance`, `idle` or `op`.
+    pub kind: &'static str,
+    pub metrics: NodeMetrics,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<usize>,
+    /// Every child (never cut), by time.
+    pub children: Vec<Node>,
+}
+
+/// The op profile of one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostOpProfile {
+    pub host: String,
+    pub error: Option<String>,
+    pub device_kind: Option<DeviceKind>,
+    pub op_source: Option<OpSource>,
+    pub op_source_description: Option<&'static str>,
+    pub cost_source: CostSource,
+    pub peaks: Option<PeakSpec>,
+    /// FLOP/byte where the compute and HBM roofs meet.
+    pub ridge_point: Option<f64>,
+    /// Host op time (sum of op self time) plus IDLE.
+    pub total_time_ps: i64,
+    pub idle_ps: i64,
+    pub op_count: usize,
+    /// Every op, by total time.
+    pub ops: Vec<OpRow>,
+    pub by_program: Node,
+    pub by_category: Node,
+    pub by_provenance: Node,
+    pub notes: Vec<String>,
+}
+
+/// The op profile of every selected host.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpProfileReport {
+    pub tool: &'static str,
+    pub hosts: Vec<HostOpProfile>,
+}
+
+/// HBM memory space in XLA's `MemoryAccessed` messages.
+const MEMORY_SPACE_HBM: u64 = 1;
+
+fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// One protobuf field: number, wire type, varint value, (start, end) of a length-delimited value.
+type Field = (u64, u64, u64, (usize, usize));
+
+/// The fields of a protobuf message.
+fn fields(b: &[u8]) -> Option<Vec<Field>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < b.len() {
+        let tag = varint(b, &mut pos)?;
+        let (field, wt) = (tag >> 3, tag & 7);
+        match wt {
+            0 => out.push((field, wt, varint(b, &mut pos)?, (0, 0))),
+            1 => {
+                pos = pos.checked_add(8)?;
+                out.push((field, wt, 0, (0, 0)));
+            }
+            2 => {
+                let len = usize::try_from(varint(b, &mut pos)?).ok()?;
+                let end = pos.checked_add(len)?;
+                if end > b.len() {
+                    return None;
+                }
+                out.push((field, wt, 0, (pos, end)));
+                pos = end;
+            }
+            5 => {
+                pos = pos.checked_add(4)?;
+                out.push((field, wt, 0, (0, 0)));
+            }
+            _ => return None,
+        }
+    }
+    (pos <= b.len()).then_some(out)
+}
+
+/// HBM bytes of a serialized `MemoryAccessBreakdown` (`repeated MemoryAccessed memory_accessed =
+/// 1`, each `operation_type = 1, memory_space = 2, bytes_accessed = 3`): `None` when it lists no
+/// access (or does not decode).
+pub fn hbm_bytes_of_breakdown(b: &[u8]) -> Option<f64> {
+    let mut any = false;
+    let mut hbm = 0.0;
+    for (f, wt, _, (s, e)) in fields(b)? {
+        if f != 1 || wt != 2 {
+            continue;
+        }
+        any = true;
+        let mut space = 0;
+        let mut bytes = 0;
+        for (g, gwt, v, _) in fields(b.get(s..e)?)? {
+            match (g, gwt) {
+                (2, 0) => space = v,
+                (3, 0) => bytes = v,
+                _ => {}
+            }
+        }
+        if space == MEMORY_SPACE_HBM {
+            hbm += bytes as f64;
+        }
+    }
+    any.then_some(hbm)
+}
+
+/// Per op-event metadata facts the op-metrics layer does not keep.
+#[derive(Default, Clone)]
+struct MetaFacts {
+    /// HBM bytes per occurrence (`None`: no breakdown, use all bytes).
+    hbm_per_occurrence: Option<f64>,
+    deduplicated_name: Option<String>,
+    source_stack: Option<String>,
+}
+
+/// XLA-style text of an instruction: `%name = shape opcode(shape %operand, ...), extra`.
+pub fn instruction_text(m: &HloModule, ins: &HloInstructionProto) -> String {
+    let shape = ins.shape.as_ref().map(shape_text).unwrap_or_default();
+    let ops: Vec<String> = ins
+        .operand_ids
+        .iter()
+        .map(|&id| match m.instruction(id) {
+            Some(o) => format!(
+                "{} %{}",
+                o.shape.as_ref().map(shape_text).unwrap_or_default(),
+                o.name
+            ),
+            None => format!("%<{id}>"),
+        })
+        .collect();
+    let mut s = format!(
+        "%{} = {} {}({})",
+        ins.name,
+        shape,
+        ins.opcode,
+        ops.join(", ")
+    );
+    if ins.opcode == "fusion" && !ins.fusion_kind.is_empty() {
+        s.push_str(&format!(", kind={}", ins.fusion_kind));
+    }
+    let called: Vec<String> = ins
+        .called_computation_ids
+        .iter()
+        .filter_map(|&c| m.computation(c).map(|c| format!("%{}", c.name)))
+        .collect();
+    if !called.is_empty() {
+        s.push_str(&format!(", calls={}", called.join(", ")));
+    }
+    s
+}
+
+/// XProf-like category of an instruction when the profile gives none.
+pub fn category_of(ins: &HloInstructionProto) -> String {
+    match ins.opcode.as_str() {
+        "fusion" => match ins.fusion_kind.as_str() {
+            "kLoop" => "loop fusion".into(),
+            "kInput" => "input fusion".into(),
+            "kOutput" => "output fusion".into(),
+            "kCustom" => "custom fusion".into(),
+            _ => "fusion".into(),
+        },
+        "dot" => "matmul".into(),
+        "convolution" => "convolution".into(),
+        op if crate::cost_model::is_elementwise(op) || crate::cost_model::is_transcendental(op) => {
+            "non-fusion elementwise".into()
+        }
+        op => op.to_string(),
+    }
+}
+
+fn fused_children(
+    m: &HloModule,
+    costs: &HashMap<i64, Cost>,
+    ins: &HloInstructionProto,
+    depth: usize,
+) -> Vec<FusedChild> {
+    if ins.opcode != "fusion" || depth > 8 {
+        return Vec::new();
+    }
+    let Some(body) = ins
+        .called_computation_ids
+        .first()
+        .and_then(|&c| m.computation(c))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<FusedChild> = body
+        .instructions
+        .iter()
+        .map(|x| {
+            let c = costs.get(&x.id).copied().unwrap_or_default();
+            FusedChild {
+                name: x.name.clone(),
+                opcode: x.opcode.clone(),
+                expression: instruction_text(m, x),
+                flops: c.flops,
+                transcendentals: c.transcendentals,
+                bytes_accessed: c.bytes_accessed,
+                children: fused_children(m, costs, x, depth + 1),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.flops.cmp(&a.flops).then_with(|| a.name.cmp(&b.name)));
+    out
+}
+
+/// Utilisations and bound-by from FLOPs, HBM bytes and time.
+fn rates(flops: f64, hbm: f64, time_ps: i64, peaks: Option<&PeakSpec>) -> (f64, f64, &'static str) {
+    let secs = time_ps as f64 * 1e-12;
+    let (mut fu, mut hu) = (0.0, 0.0);
+    if secs > 0.0 {
+        if let Some(pf) = peaks.and_then(|p| p.flops_per_second).filter(|v| *v > 0.0) {
+            fu = (flops / secs / pf).min(1.0);
+        }
+        if let Some(pb) = peaks.and_then(|p| p.bytes_per_second).filter(|v| *v > 0.0) {
+            hu = (hbm / secs / pb).min(1.0);
+        }
+    }
+    let bound = if fu == 0.0 && hu == 0.0 {
+        "Unknown"
+    } else if fu >= hu {
+        "Compute"
+    } else {
+        "HBM"
+    };
+    (fu, hu, bound)
+}
+
+fn per_ns(x: f64, time_ps: i64) -> f64 {
+    if time_ps > 0 {
+        x / (time_ps as f64 / 1000.0)
+    } else {
+        0.0
+    }
+}
+
+const GIB_PER_GB: f64 = 1e9 / (1u64 << 30) as f64;
+
+#[allow(clippy::too_many_arguments)]
+fn node_metrics(
+    time_ps: i64,
+    self_time_ps: i64,
+    occurrences: u64,
+    flops: f64,
+    bytes: f64,
+    hbm: f64,
+    total_ps: i64,
+    peaks: Option<&PeakSpec>,
+) -> NodeMetrics {
+    let (fu, hu, bound) = rates(flops, hbm, time_ps, peaks);
+    let tf = if total_ps > 0 {
+        time_ps as f64 / total_ps as f64
+    } else {
+        0.0
+    };
+    NodeMetrics {
+        time_ps,
+        self_time_ps,
+        occurrences,
+        flops,
+        bytes_accessed: bytes,
+        hbm_bytes: hbm,
+        time_fraction: tf,
+        flop_rate_gflops: per_ns(flops, time_ps),
+        hbm_bw_gibps: per_ns(hbm, time_ps) * GIB_PER_GB,
+        flops_utilization: fu,
+        hbm_utilization: hu,
+        bound_by: bound,
+        wasted_time_fraction: tf * (1.0 - fu.max(hu)),
+    }
+}
+
+/// A group under construction.
+#[derive(Default)]
+struct Group {
+    name: String,
+    kind: &'static str,
+    ops: Vec<usize>,
+    children: Vec<Group>,
+    index: HashMap<String, usize>,
+}
+
+impl Group {
+    fn new(name: &str, kind: &'static str) -> Group {
+        Group {
+            name: name.to_string(),
+            kind,
+            ..Default::default()
+        }
+    }
+
+    fn child(&mut self, name: &str, kind: &'static str) -> &mut Group {
+        let key = format!("{kind}\u{1}{name}");
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.children.push(Group::new(name, kind));
+                self.index.insert(key, self.children.len() - 1);
+                self.children.len() - 1
+            }
+        };
+        &mut self.children[i]
+    }
+
+    fn build(self, ops: &[OpRow], total_ps: i64, peaks: Option<&PeakSpec>) -> Node {
+        let mut children: Vec<Node> = self
+            .children
+            .into_iter()
+            .map(|g| g.build(ops, total_ps, peaks))
+            .collect();
+        for &i in &self.ops {
+            if let Some(o) = ops.get(i) {
+                children.push(Node {
+                    name: o.name.clone(),
+                    kind: "op",
+                    metrics: node_metrics(
+                        o.total_time_ps,
+                        o.self_time_ps,
+                        o.occurrences,
+                        o.flops,
+                        o.bytes_accessed,
+                        o.hbm_bytes,
+                        total_ps,
+                        peaks,
+                    ),
+                    op: Some(i),
+                    children: Vec::new(),
+                });
+            }
+        }
+        children.sort_by(|a, b| {
+            b.metrics
+                .time_ps
+                .cmp(&a.metrics.time_ps)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        // A group's time is its ops' self time (XProf's rule: nested ops are not counted twice).
+        let (mut t, mut st, mut occ, mut f, mut b, mut h) = (0i64, 0i64, 0u64, 0.0, 0.0, 0.0);
+        for c in &children {
+            if c.kind == "op" {
+                let o = c.op.and_then(|i| ops.get(i));
+                let s = o.map_or(0, |o| o.self_time_ps);
+                t += s;
+                st += s;
+            } else {
+                t += c.metrics.time_ps;
+                st += c.metrics.self_time_ps;
+            }
+            occ += c.metrics.occurrences;
+            f += c.metrics.flops;
+            b += c.metrics.bytes_accessed;
+            h += c.metrics.hbm_bytes;
+        }
+        Node {
+            name: self.name,
+            kind: self.kind,
+            metrics: node_metrics(t, st, occ, f, b, h, total_ps, peaks),
+            op: None,
+            children,
+        }
+    }
+}
+
+fn idle_node(idle_ps: i64, total_ps: i64) -> Node {
+    Node {
+        name: "IDLE".into(),
+        kind: "idle",
+        metrics: node_metrics(idle_ps, idle_ps, 0, 0.0, 0.0, 0.0, total_ps, None),
+        op: None,
+        children: Vec::new(),
+    }
+}
+
+/// The op rows of one host, with the peaks and totals they were computed against.
+pub struct HostOps {
+    pub device_kind: DeviceKind,
+    pub op_source: Option<OpSource>,
+    pub cost_source: CostSource,
+    pub peaks: PeakSpec,
+    pub total_time_ps: i64,
+    pub idle_ps: i64,
+    pub ops: Vec<OpRow>,
+    pub notes: Vec<String>,
+}
+
+fn stat_u64(v: Option<StatValue>) -> Option<u64> {
+    match v? {
+        StatValue::U64(u) => Some(u),
+        StatValue::I64(i) => Some(i as u64),
+        _ => None,
+    }
+}
+
+/// Builds every op row of one host.
+pub fn host_ops(p: &Profile, user: UserPeaks) -> HostOps {
+    let db = op_metrics(p);
+    let peaks = peak_spec(p, user);
+    let idx = hlo_index(p);
+    let mut notes: Vec<String> = Vec::new();
+    // XLA's own figures when device ops carry them.
+    let xla_figures = db.source == Some(OpSource::DeviceXlaOps)
+        && (p.key("flops").is_some() || p.key("bytes_accessed").is_some());
+    let cost_source = if xla_figures {
+        CostSource::Xla
+    } else if idx.modules.is_empty() {
+        CostSource::None
+    } else {
+        CostSource::CostModel
+    };
+    match cost_source {
+        CostSource::Xla => notes.push("FLOPs and bytes are XLA's own figures, as the profile carries them.".into()),
+        CostSource::CostModel => notes.push("FLOPs and bytes come from xlens's cost model over the profile's HLO modules (the profile carries no XLA figures); transcendentals are not counted as FLOPs, as in XLA.".into()),
+        CostSource::None => notes.push("No XLA cost figures and no HLO modules in this profile: FLOPs and bytes are unknown (0).".into()),
+    }
+    if db.source == Some(OpSource::HostXlaOps) {
+        notes.push("CPU-only profile: ops are the XLA ops the CPU runtime ran on host threads (XProf shows no op profile here).".into());
+    }
+    let facts = meta_facts(p);
+    let device_totals = device_total_times(p);
+    let mut costs: HashMap<usize, HashMap<i64, Cost>> = HashMap::new();
+    let total_time_ps = db.total_self_time_ps + db.idle_ps;
+    let mut ops: Vec<OpRow> = Vec::with_capacity(db.ops.len());
+    for o in &db.ops {
+        ops.push(op_row(
+            p,
+            o,
+            &idx,
+            &mut costs,
+            &facts,
+            &device_totals,
+            cost_source,
+            &peaks,
+            total_time_ps,
+        ));
+    }
+    ops.sort_by(|a, b| {
+        b.total_time_ps
+            .cmp(&a.total_time_ps)
+            .then_with(|| a.program.cmp(&b.program))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    for e in &idx.errors {
+        notes.push(e.clone());
+    }
+    HostOps {
+        device_kind: peaks.kind,
+        op_source: db.source,
+        cost_source,
+        peaks,
+        total_time_ps,
+        idle_ps: db.idle_ps,
+        ops,
+        notes,
+    }
+}
+
+/// Total time per (program id, op name) on the device's own clock (`device_duration_ps`, which
+/// TPU ops carry and XProf times them by); empty when op events lack it.
+fn device_total_times(p: &Profile) -> HashMap<(Option<u64>, String), i64> {
+    let mut out: HashMap<(Option<u64>, String), i64> = HashMap::new();
+    let (Some(kd), kp) = (p.key("device_duration_ps"), p.key("program_id")) else {
+        return out;
+    };
+    let (_, lines) = op_lines(p);
+    for (plane, line) in lines {
+        let ev = &line.events;
+        let mut names: HashMap<u32, (Option<u64>, String)> = HashMap::new();
+        for i in 0..ev.len() {
+            let Some(d) = ev.stats(i).get(kd).and_then(|v| v.as_i64()) else {
+                continue;
+            };
+            let mi = ev.meta(i);
+            let key = names
+                .entry(mi)
+                .or_insert_with(|| match plane.metadata_of(line, i) {
+                    Some(md) => (
+                        stat_u64(kp.and_then(|k| md.stats().get(k))),
+                        instruction_name_of(p.str(md.name), p.str(md.display_name)),
+                    ),
+                    None => (None, String::new()),
+                });
+            *out.entry(key.clone()).or_default() += d;
+        }
+    }
+    out
+}
+
+/// Facts per (program id, op name) from the op lines' event metadata.
+fn meta_facts(p: &Profile) -> HashMap<(Option<u64>, String), MetaFacts> {
+    let mut out = HashMap::new();
+    let (_, lines) = op_lines(p);
+    let kb = p.key("memory_access_breakdown");
+    let kd = p.key("deduplicated_name");
+    let ks = p.key("source_stack");
+    let kp = p.key("program_id");
+    if kb.is_none() && kd.is_none() && ks.is_none() {
+        return out;
+    }
+    let mut planes_seen: Vec<*const xlens_model::Plane> = Vec::new();
+    for (plane, _) in lines {
+        let ptr = plane as *const xlens_model::Plane;
+        if planes_seen.contains(&ptr) {
+            continue;
+        }
+        planes_seen.push(ptr);
+        for md in &plane.event_metadata {
+            let st = md.stats();
+            let get = |k: Option<StrId>| k.and_then(|k| st.get(k));
+            let f = MetaFacts {
+                hbm_per_occurrence: match get(kb) {
+                    Some(StatValue::Bytes(b)) => hbm_bytes_of_breakdown(p.blob(b)),
+                    _ => None,
+                },
+                deduplicated_name: get(kd)
+                    .and_then(|v| v.as_str_id())
+                    .map(|s| p.str(s).to_string())
+                    .filter(|s| !s.is_empty()),
+                source_stack: get(ks)
+                    .and_then(|v| v.as_str_id())
+                    .map(|s| p.str(s).to_string())
+                    .filter(|s| !s.is_empty()),
+            };
+            let name = instruction_name_of(p.str(md.name), p.str(md.display_name));
+            out.insert((stat_u64(get(kp)), name), f);
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn op_row(
+    p: &Profile,
+    o: &OpMetric,
+    idx: &HloIndex,
+    costs: &mut HashMap<usize, HashMap<i64, Cost>>,
+    facts: &HashMap<(Option<u64>, String), MetaFacts>,
+    device_totals: &HashMap<(Option<u64>, String), i64>,
+    cost_source: CostSource,
+    peaks: &PeakSpec,
+    total_ps: i64,
+) -> OpRow {
+    let _ = p;
+    let ins_name = instruction_name_of(o.long_name.as_deref().unwrap_or(&o.name), &o.name);
+    let mi = idx
+        .modules
+        .iter()
+        .position(|m| o.program_id.is_some() && m.program_id == o.program_id)
+        .or_else(|| {
+            let q = o.module.as_deref()?;
+            let m = idx.find(q).ok()?;
+            idx.modules.iter().position(|x| std::ptr::eq(x, m))
+        });
+    let module = mi.and_then(|i| idx.modules.get(i));
+    let ins = module.and_then(|m| m.instruction_by_name(&ins_name));
+    let program = match (module, o.program_id) {
+        (Some(m), _) => m.name.clone(),
+        (None, Some(id)) => o
+            .module
+            .as_ref()
+            .map(|n| format!("{n}({id})"))
+            .unwrap_or_else(|| format!("program({id})")),
+        (None, None) => o.module.clone().unwrap_or_else(|| "main".to_string()),
+    };
+    let occ = o.occurrences.max(1) as f64;
+    let fact = facts
+        .get(&(o.program_id, ins_name.clone()))
+        .cloned()
+        .unwrap_or_default();
+    let (flops, bytes, row_cost_source, fused) = match (cost_source, module, ins) {
+        (CostSource::Xla, m, i) => {
+            let fused = match (m, i, mi) {
+                (Some(m), Some(i), Some(k)) if i.opcode == "fusion" => {
+                    let c = costs.entry(k).or_insert_with(|| module_costs(m));
+                    fused_children(m, c, i, 0)
+                }
+                _ => Vec::new(),
+            };
+            (o.flops, o.bytes_accessed, CostSource::Xla, fused)
+        }
+        (_, Some(m), Some(i)) => {
+            let k = mi.unwrap_or(0);
+            let c = costs.entry(k).or_insert_with(|| module_costs(m));
+            let cost = c.get(&i.id).copied().unwrap_or_default();
+            (
+                cost.flops as f64 * occ,
+                cost.bytes_accessed as f64 * occ,
+                CostSource::CostModel,
+                fused_children(m, c, i, 0),
+            )
+        }
+        _ => (o.flops, o.bytes_accessed, CostSource::None, Vec::new()),
+    };
+    let hbm = fact.hbm_per_occurrence.map(|h| h * occ).unwrap_or(bytes);
+    // The device's own clock when every occurrence has it (TPU), as XProf times ops.
+    let t = device_totals
+        .get(&(o.program_id, ins_name.clone()))
+        .copied()
+        .filter(|_| o.devices > 0)
+        .unwrap_or(o.total_time_ps);
+    let (fu, hu, bound) = rates(flops, hbm, t, Some(peaks));
+    let tf = if total_ps > 0 {
+        t as f64 / total_ps as f64
+    } else {
+        0.0
+    };
+    let stf = if total_ps > 0 {
+        o.self_time_ps as f64 / total_ps as f64
+    } else {
+        0.0
+    };
+    let md = ins.and_then(|i| i.metadata.as_ref());
+    let loc = match (module, ins) {
+        (Some(m), Some(i)) => m.source_location(i),
+        _ => None,
+    };
+    let expression = match (&o.long_name, module, ins) {
+        (Some(l), _, _) if l.contains(" = ") => l.clone(),
+        (_, Some(m), Some(i)) => instruction_text(m, i),
+        (Some(l), _, _) => l.clone(),
+        _ => o.name.clone(),
+    };
+    OpRow {
+        program_id: o.program_id.or(module.and_then(|m| m.program_id)),
+        program,
+        name: o.name.clone(),
+        expression,
+        opcode: ins.map(|i| i.opcode.clone()),
+        category: o
+            .category
+            .clone()
+            .or_else(|| ins.map(category_of))
+            .unwrap_or_else(|| "unknown".to_string()),
+        shape: ins.and_then(|i| i.shape.as_ref()).map(shape_text),
+        operand_shapes: match (module, ins) {
+            (Some(m), Some(i)) => i
+                .operand_ids
+                .iter()
+                .map(|&id| {
+                    m.instruction(id)
+                        .and_then(|x| x.shape.as_ref())
+                        .map(shape_text_no_layout)
+                        .unwrap_or_default()
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+        provenance: o.framework_op.clone(),
+        op_name: md.map(|m| m.op_name.clone()).filter(|s| !s.is_empty()),
+        source: o
+            .source
+            .clone()
+            .or_else(|| loc.as_ref().map(|l| format!("{}:{}", l.file, l.line))),
+        source_stack: fact
+            .source_stack
+            .clone()
+            .or_else(|| loc.map(|l| l.stack).filter(|s| !s.is_empty())),
+        deduplicated_name: fact.deduplicated_name.clone(),
+        occurrences: o.occurrences,
+        total_time_ps: t,
+        self_time_ps: o.self_time_ps,
+        avg_time_ps: t as f64 / occ,
+        avg_self_time_ps: o.self_time_ps as f64 / occ,
+        flops,
+        bytes_accessed: bytes,
+        hbm_bytes: hbm,
+        cost_source: row_cost_source,
+        flop_rate_gflops: per_ns(flops, t),
+        memory_bw_gibps: per_ns(bytes, t) * GIB_PER_GB,
+        hbm_bw_gibps: per_ns(hbm, t) * GIB_PER_GB,
+        operational_intensity: if bytes > 0.0 { flops / bytes } else { 0.0 },
+        hbm_operational_intensity: if hbm > 0.0 { flops / hbm } else { 0.0 },
+        flops_utilization: fu,
+        hbm_utilization: hu,
+        bound_by: bound,
+        time_fraction: tf,
+        self_time_fraction: stf,
+        wasted_time_fraction: tf * (1.0 - fu.max(hu)),
+        fused,
+    }
+}
+
+/// Splits a provenance path (`jit(f)/jit(main)/add:` or `scope/name:Type`) into its parts.
+fn provenance_parts(s: &str) -> Vec<String> {
+    let s = s.strip_suffix(':').unwrap_or(s);
+    let s = s.split_once(':').map_or(s, |(a, _)| a);
+    s.split('/')
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The op profile of one host.
+pub fn host_op_profile(host: &str, p: &Profile, user: UserPeaks) -> HostOpProfile {
+    let h = host_ops(p, user);
+    let peaks = Some(&h.peaks);
+    let total = h.total_time_ps;
+    let mut by_program = Group::new("by_program", "root");
+    let mut by_category = Group::new("by_category", "root");
+    let mut by_prov = Group::new("by_provenance", "root");
+    for (i, o) in h.ops.iter().enumerate() {
+        by_program
+            .child(&o.program, "program")
+            .child(&o.category, "category")
+            .ops
+            .push(i);
+        by_category.child(&o.category, "category").ops.push(i);
+        let mut g = by_prov.child(&o.program, "program");
+        if let Some(pv) = &o.provenance {
+            for part in provenance_parts(pv) {
+                g = g.child(&part, "provenance");
+            }
+        }
+        g.child(&o.category, "category").ops.push(i);
+    }
+    let finish = |g: Group| {
+        let mut n = g.build(&h.ops, total, peaks);
+        if h.idle_ps > 0 {
+            n.children.push(idle_node(h.idle_ps, total));
+        }
+        // The root covers all time (ops and IDLE), as XProf's root does.
+        let m = &n.metrics;
+        n.metrics = node_metrics(
+            total,
+            total,
+            m.occurrences,
+            m.flops,
+            m.bytes_accessed,
+            m.hbm_bytes,
+            total,
+            peaks,
+        );
+        n
+    };
+    HostOpProfile {
+        host: host.to_string(),
+        error: None,
+        device_kind: Some(h.device_kind),
+        op_source: h.op_source,
+        op_source_description: h.op_source.map(|s| s.describe()),
+        cost_source: h.cost_source,
+        ridge_point: h.peaks.ridge_point(),
+        total_time_ps: total,
+        idle_ps: h.idle_ps,
+        op_count: h.ops.len(),
+        by_program: finish(by_program),
+        by_category: finish(by_category),
+        by_provenance: finish(by_prov),
+        peaks: Some(h.peaks),
+        ops: h.ops,
+        notes: h.notes,
+    }
+}
+
+fn failed(host: &str, e: String) -> HostOpProfile {
+    let empty = || Node {
+        name: String::new(),
+        kind: "root",
+        metrics: NodeMetrics::default(),
+        op: None,
+        children: Vec::new(),
+    };
+    HostOpProfile {
+        host: host.to_string(),
+        error: Some(e),
+        device_kind: None,
+        op_source: None,
+        op_source_description: None,
+        cost_source: CostSource::None,
+        peaks: None,
+        ridge_point: None,
+        total_time_ps: 0,
+        idle_ps: 0,
+        op_count: 0,
+        ops: Vec::new(),
+        by_program: empty(),
+        by_category: empty(),
+        by_provenance: empty(),
+        notes: Vec::new(),
+    }
+}
+
+/// The op profile of every host of `sessions`.
+pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> OpProfileReport {
+    let mut hosts = Vec::new();
+    for s in sessions {
+        for h in &s.hosts {
+            hosts.push(match load(h) {
+                Ok(p) => host_op_profile(&h.host, &p, user),
+                Err(e) => failed(&h.host, e),
+            });
+        }
+    }
+    OpProfileReport {
+        tool: "op_profile",
+        hosts,
+    }
+}
+
+/// Formats a fraction as a percentage.
+fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+/// Plain text: per host, the tree by program and category (ops with all their figures).
+pub fn render_text(r: &OpProfileReport) -> String {
+    let mut o = String::new();
+    for h in &r.hosts {
+        o.push_str(&format!("host {}\n", h.host));
+        if let Some(e) = &h.error {
+            o.push_str(&format!("  error: {e}\n"));
+            continue;
+        }
+        if let Some(pk) = &h.peaks {
+            o.push_str(&format!(
+                "  device {} {}; peaks {:.3} TFLOP/s ({:?}), {:.1} GB/s ({:?}); {}\n",
+                pk.kind.as_str(),
+                pk.model,
+                pk.flops_per_second.unwrap_or(0.0) / 1e12,
+                pk.flops_source,
+                pk.bytes_per_second.unwrap_or(0.0) / 1e9,
+                pk.bandwidth_source,
+                pk.note
+            ));
+        }
+        o.push_str(&format!(
+            "  {} ops; total time {} ps (IDLE {} ps); costs: {:?}\n",
+            h.op_count, h.total_time_ps, h.idle_ps, h.cost_source
+        ));
+        fn walk(o: &mut String, n: &Node, depth: usize) {
+            let m = &n.metrics;
+            o.push_str(&format!(
+                "{:indent$}{} [{}] time {} ps ({}) flops util {} hbm util {} bound {} wasted {}\n",
+                "",
+                n.name,
+                n.kind,
+                m.time_ps,
+                pct(m.time_fraction),
+                pct(m.flops_utilization),
+                pct(m.hbm_utilization),
+                m.bound_by,
+                pct(m.wasted_time_fraction),
+                indent = 2 + depth * 2
+            ));
+            for c in &n.children {
+                walk(o, c, depth + 1);
+            }
+        }
+        walk(&mut o, &h.by_program, 0);
+    }
+    o
+}
+
+/// CSV of every op row of every host.
+pub fn render_csv(r: &OpProfileReport) -> String {
+    use crate::tools::csv_field;
+    let mut o = String::from("host,program,category,op,occurrences,total_time_ps,self_time_ps,time_fraction,flops,bytes_accessed,hbm_bytes,flop_rate_gflops,hbm_bw_gibps,flops_utilization,hbm_utilization,bound_by,wasted_time_fraction,provenance,source,cost_source,expression\n");
+    for h in &r.hosts {
+        for x in &h.ops {
+            o.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:?},{}\n",
+                csv_field(&h.host),
+                csv_field(&x.program),
+                csv_field(&x.category),
+                csv_field(&x.name),
+                x.occurrences,
+                x.total_time_ps,
+                x.self_time_ps,
+                x.time_fraction,
+                x.flops,
+                x.bytes_accessed,
+                x.hbm_bytes,
+                x.flop_rate_gflops,
+                x.hbm_bw_gibps,
+                x.flops_utilization,
+                x.hbm_utilization,
+                x.bound_by,
+                x.wasted_time_fraction,
+                csv_field(x.provenance.as_deref().unwrap_or("")),
+                csv_field(x.source.as_deref().unwrap_or("")),
+                x.cost_source,
+                csv_field(&x.expression)
+            ));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breakdown() {
+        // Two accesses: read HBM 5368709120, write HBM 5368709120.
+        let b = b"\n\n\x08\x01\x10\x01\x18\x80\x80\x80\x80\x14\n\n\x08\x02\x10\x01\x18\x80\x80\x80\x80\x14";
+        assert_eq!(hbm_bytes_of_breakdown(b), Some(2.0 * 5368709120.0));
+        assert_eq!(hbm_bytes_of_breakdown(b""), None);
+        assert_eq!(hbm_bytes_of_breakdown(b"\xff"), None);
+        assert_eq!(
+            provenance_parts("jit(f)/jit(main)/add:"),
+            vec!["jit(f)", "jit(main)", "add"]
+        );
+        assert_eq!(
+            provenance_parts("a/b/MatMul:MatMul"),
+            vec!["a", "b", "MatMul"]
+        );
+    }
+}

@@ -1,0 +1,441 @@
+//! Roofline model: operational intensity (FLOP per HBM byte) against FLOP rate, with the device's
+//! compute roof, HBM roof and ridge point; a point for the whole host (over all time, IDLE
+//! included, as XProf's `Program` row), for each program, for each step (when the profile has
+//! steps) and for each op; the table of records; compute- vs memory-bound per op.
+//!
+//! The op figures are those of [`crate::op_profile`] (XLA's FLOPs and bytes where the profile has
+//! them, else the cost model), the roofs those of [`crate::peaks`] (with their source).
+
+use serde::Serialize;
+use std::collections::HashMap;
+use xlens_model::{Profile, StatValue};
+use xlens_store::Session;
+
+use crate::op_profile::{host_ops, CostSource, OpRow};
+use crate::ops::{op_lines, op_name, OpSource};
+use crate::peaks::{PeakSpec, UserPeaks};
+use crate::steps::find_steps;
+use crate::tools::{csv_field, Loader};
+
+/// One point of the plot (and one record of the table).
+#[derive(Debug, Clone, Serialize)]
+pub struct RooflinePoint {
+    /// `Total` or the step number.
+    pub step: String,
+    /// `host`, `program`, `step` or `op`.
+    pub kind: &'static str,
+    pub name: String,
+    pub program: String,
+    pub category: String,
+    pub occurrences: u64,
+    pub time_ps: i64,
+    pub self_time_ps: i64,
+    pub flops: f64,
+    pub hbm_bytes: f64,
+    pub bytes_accessed: f64,
+    /// FLOP / HBM byte (0 when no bytes).
+    pub operational_intensity: f64,
+    /// GFLOP/s.
+    pub flop_rate_gflops: f64,
+    /// GiB/s.
+    pub hbm_bw_gibps: f64,
+    /// What the roofline allows at this intensity (GFLOP/s).
+    pub roof_gflops: Option<f64>,
+    /// FLOP rate / roof.
+    pub roofline_efficiency: Option<f64>,
+    pub flops_utilization: f64,
+    pub hbm_utilization: f64,
+    /// `Compute`, `HBM` or `Unknown` (from the utilisations, as XProf).
+    pub bound_by: &'static str,
+    /// Left (`HBM`) or right (`Compute`) of the ridge point.
+    pub side_of_ridge: Option<&'static str>,
+    pub source: String,
+}
+
+/// The roofline of one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostRoofline {
+    pub host: String,
+    pub error: Option<String>,
+    pub peaks: Option<PeakSpec>,
+    /// GFLOP/s and GiB/s, as XProf states them.
+    pub peak_flop_rate_gflops: Option<f64>,
+    pub peak_hbm_bw_gibps: Option<f64>,
+    /// FLOP per byte.
+    pub ridge_point: Option<f64>,
+    pub cost_source: CostSource,
+    pub op_count: usize,
+    pub step_count: usize,
+    /// Whole host, programs, steps, then every op (by self time).
+    pub points: Vec<RooflinePoint>,
+    pub compute_bound_ops: usize,
+    pub memory_bound_ops: usize,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RooflineReport {
+    pub tool: &'static str,
+    pub hosts: Vec<HostRoofline>,
+}
+
+const GIB_PER_GB: f64 = 1e9 / (1u64 << 30) as f64;
+
+#[allow(clippy::too_many_arguments)]
+fn point(
+    step: &str,
+    kind: &'static str,
+    name: &str,
+    program: &str,
+    category: &str,
+    occurrences: u64,
+    time_ps: i64,
+    self_time_ps: i64,
+    flops: f64,
+    hbm: f64,
+    bytes: f64,
+    peaks: Option<&PeakSpec>,
+    source: &str,
+) -> RooflinePoint {
+    let ns = time_ps as f64 / 1000.0;
+    let rate = if ns > 0.0 { flops / ns } else { 0.0 };
+    let bw = if ns > 0.0 { hbm / ns } else { 0.0 };
+    let oi = if hbm > 0.0 { flops / hbm } else { 0.0 };
+    let pf = peaks.and_then(|p| p.flops_per_second).filter(|v| *v > 0.0);
+    let pb = peaks.and_then(|p| p.bytes_per_second).filter(|v| *v > 0.0);
+    let fu = pf.map_or(0.0, |p| (rate * 1e9 / p).min(1.0));
+    let hu = pb.map_or(0.0, |p| (bw * 1e9 / p).min(1.0));
+    let roof = match (pf, pb) {
+        (Some(f), Some(b)) if oi > 0.0 => Some((oi * b).min(f) / 1e9),
+        (Some(f), _) if oi == 0.0 && hbm == 0.0 && flops > 0.0 => Some(f / 1e9),
+        _ => None,
+    };
+    let ridge = match (pf, pb) {
+        (Some(f), Some(b)) => Some(f / b),
+        _ => None,
+    };
+    RooflinePoint {
+        step: step.to_string(),
+        kind,
+        name: name.to_string(),
+        program: program.to_string(),
+        category: category.to_string(),
+        occurrences,
+        time_ps,
+        self_time_ps,
+        flops,
+        hbm_bytes: hbm,
+        bytes_accessed: bytes,
+        operational_intensity: oi,
+        flop_rate_gflops: rate,
+        hbm_bw_gibps: bw * GIB_PER_GB,
+        roof_gflops: roof,
+        roofline_efficiency: roof.filter(|r| *r > 0.0).map(|r| rate / r),
+        flops_utilization: fu,
+        hbm_utilization: hu,
+        bound_by: if fu == 0.0 && hu == 0.0 {
+            "Unknown"
+        } else if fu >= hu {
+            "Compute"
+        } else {
+            "HBM"
+        },
+        side_of_ridge: ridge
+            .filter(|_| oi > 0.0)
+            .map(|r| if oi < r { "HBM" } else { "Compute" }),
+        source: source.to_string(),
+    }
+}
+
+fn op_point(o: &OpRow, peaks: Option<&PeakSpec>) -> RooflinePoint {
+    point(
+        "Total",
+        "op",
+        &o.name,
+        &o.program,
+        &o.category,
+        o.occurrences,
+        o.total_time_ps,
+        o.self_time_ps,
+        o.flops,
+        o.hbm_bytes,
+        o.bytes_accessed,
+        peaks,
+        o.source.as_deref().unwrap_or(""),
+    )
+}
+
+/// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
+/// op's per-occurrence figures.
+fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<RooflinePoint> {
+    let steps = find_steps(p);
+    if steps.steps.is_empty() {
+        return Vec::new();
+    }
+    // Per-occurrence figures by (op name, program id).
+    let mut per: HashMap<(&str, Option<u64>), (f64, f64, f64)> = HashMap::new();
+    for o in ops {
+        let n = o.occurrences.max(1) as f64;
+        per.insert(
+            (o.name.as_str(), o.program_id),
+            (o.flops / n, o.hbm_bytes / n, o.bytes_accessed / n),
+        );
+    }
+    let (source, lines) = op_lines(p);
+    let kp = p.key("program_id");
+    let kh = p.key("hlo_op");
+    let mut acc: Vec<(i64, f64, f64, f64, u64)> = vec![(0, 0.0, 0.0, 0.0, 0); steps.steps.len()];
+    let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
+    for (plane, line) in lines {
+        let ev = &line.events;
+        for i in 0..ev.len() {
+            let Some(md) = plane.metadata_of(line, i) else {
+                continue;
+            };
+            let st = ev.stats(i);
+            if source == Some(OpSource::HostXlaOps) && kh.is_none_or(|k| st.get(k).is_none()) {
+                continue;
+            }
+            let s = ev.start(i);
+            let k = starts.partition_point(|&x| x <= s);
+            if k == 0 {
+                continue;
+            }
+            let Some(step) = steps.steps.get(k - 1) else {
+                continue;
+            };
+            if s >= step.start_ps + step.dur_ps {
+                continue;
+            }
+            let pid = kp
+                .and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
+                .and_then(|v| match v {
+                    StatValue::U64(u) => Some(u),
+                    StatValue::I64(i) => Some(i as u64),
+                    _ => None,
+                });
+            let name = p.str(op_name(p, md));
+            let (f, h, b) = per
+                .get(&(name, pid))
+                .or_else(|| per.get(&(name, None)))
+                .copied()
+                .unwrap_or_default();
+            let a = &mut acc[k - 1];
+            a.0 += ev.dur(i);
+            a.1 += f;
+            a.2 += h;
+            a.3 += b;
+            a.4 += 1;
+        }
+    }
+    steps
+        .steps
+        .iter()
+        .zip(acc)
+        .enumerate()
+        .map(|(i, (s, (t, f, h, b, n)))| {
+            let label = s.step_num.map_or_else(|| i.to_string(), |v| v.to_string());
+            point(
+                &label,
+                "step",
+                &format!("step {label}"),
+                "",
+                "Step",
+                n,
+                t,
+                t,
+                f,
+                h,
+                b,
+                peaks,
+                "",
+            )
+        })
+        .collect()
+}
+
+/// The roofline of one host.
+pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
+    let h = host_ops(p, user);
+    let peaks = Some(&h.peaks);
+    let mut ops = h.ops;
+    ops.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let mut points = Vec::new();
+    let sum = |f: &dyn Fn(&OpRow) -> f64| ops.iter().map(f).sum::<f64>();
+    points.push(point(
+        "Total",
+        "host",
+        "Program",
+        "",
+        "Program",
+        1,
+        h.total_time_ps,
+        0,
+        sum(&|o| o.flops),
+        sum(&|o| o.hbm_bytes),
+        sum(&|o| o.bytes_accessed),
+        peaks,
+        "",
+    ));
+    let mut programs: Vec<(String, i64, f64, f64, f64, u64)> = Vec::new();
+    for o in &ops {
+        let i = match programs.iter().position(|x| x.0 == o.program) {
+            Some(i) => i,
+            None => {
+                programs.push((o.program.clone(), 0, 0.0, 0.0, 0.0, 0));
+                programs.len() - 1
+            }
+        };
+        let x = &mut programs[i];
+        x.1 += o.self_time_ps;
+        x.2 += o.flops;
+        x.3 += o.hbm_bytes;
+        x.4 += o.bytes_accessed;
+        x.5 += o.occurrences;
+    }
+    programs.sort_by_key(|x| std::cmp::Reverse(x.1));
+    for (name, t, f, hb, b, n) in &programs {
+        points.push(point(
+            "Total", "program", name, name, "Program", *n, *t, *t, *f, *hb, *b, peaks, "",
+        ));
+    }
+    let steps = step_points(p, &ops, peaks);
+    let step_count = steps.len();
+    points.extend(steps);
+    let mut compute = 0;
+    let mut memory = 0;
+    for o in &ops {
+        let pt = op_point(o, peaks);
+        match pt.bound_by {
+            "Compute" => compute += 1,
+            "HBM" => memory += 1,
+            _ => {}
+        }
+        points.push(pt);
+    }
+    let mut notes = h.notes;
+    if step_count > 0 {
+        notes.push("Step points: ops starting within each step; time is their summed duration, FLOPs and bytes their per-occurrence figures.".into());
+    }
+    HostRoofline {
+        host: host.to_string(),
+        error: None,
+        peak_flop_rate_gflops: h.peaks.flops_per_second.map(|f| f / 1e9),
+        peak_hbm_bw_gibps: h.peaks.bytes_per_second.map(|b| b / 1e9 * GIB_PER_GB),
+        ridge_point: h.peaks.ridge_point(),
+        peaks: Some(h.peaks),
+        cost_source: h.cost_source,
+        op_count: ops.len(),
+        step_count,
+        points,
+        compute_bound_ops: compute,
+        memory_bound_ops: memory,
+        notes,
+    }
+}
+
+/// The roofline of every host of `sessions`.
+pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> RooflineReport {
+    let mut hosts = Vec::new();
+    for s in sessions {
+        for h in &s.hosts {
+            hosts.push(match load(h) {
+                Ok(p) => host_roofline(&h.host, &p, user),
+                Err(e) => HostRoofline {
+                    host: h.host.clone(),
+                    error: Some(e),
+                    peaks: None,
+                    peak_flop_rate_gflops: None,
+                    peak_hbm_bw_gibps: None,
+                    ridge_point: None,
+                    cost_source: CostSource::None,
+                    op_count: 0,
+                    step_count: 0,
+                    points: Vec::new(),
+                    compute_bound_ops: 0,
+                    memory_bound_ops: 0,
+                    notes: Vec::new(),
+                },
+            });
+        }
+    }
+    RooflineReport {
+        tool: "roofline_model",
+        hosts,
+    }
+}
+
+/// CSV of every record (XProf's `roofline_model` column ids where they exist).
+pub fn render_csv(r: &RooflineReport) -> String {
+    let mut o = String::from("host,step,kind,operation,hlo_module,category,occurrences,total_time,total_self_time,flops,hbm_bytes,bytes_accessed,operational_intensity,measured_flop_rate,hbm_bw,optimal_flop_rate,roofline_efficiency,flops_utilization,hbm_utilization,bound_by,source_info\n");
+    for h in &r.hosts {
+        for p in &h.points {
+            o.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                csv_field(&h.host),
+                csv_field(&p.step),
+                p.kind,
+                csv_field(&p.name),
+                csv_field(&p.program),
+                csv_field(&p.category),
+                p.occurrences,
+                p.time_ps as f64 / 1e6,
+                p.self_time_ps as f64 / 1e6,
+                p.flops,
+                p.hbm_bytes,
+                p.bytes_accessed,
+                p.operational_intensity,
+                p.flop_rate_gflops,
+                p.hbm_bw_gibps,
+                p.roof_gflops.map(|v| v.to_string()).unwrap_or_default(),
+                p.roofline_efficiency
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                p.flops_utilization,
+                p.hbm_utilization,
+                p.bound_by,
+                csv_field(&p.source)
+            ));
+        }
+    }
+    o
+}
+
+/// Plain text: roofs, then the records.
+pub fn render_text(r: &RooflineReport) -> String {
+    let mut o = String::new();
+    for h in &r.hosts {
+        o.push_str(&format!("host {}\n", h.host));
+        if let Some(e) = &h.error {
+            o.push_str(&format!("  error: {e}\n"));
+            continue;
+        }
+        o.push_str(&format!(
+            "  peak {:.1} GFLOP/s, HBM {:.1} GiB/s, ridge point {:.3} FLOP/byte; {} ops ({} compute-bound, {} HBM-bound), {} steps\n",
+            h.peak_flop_rate_gflops.unwrap_or(0.0),
+            h.peak_hbm_bw_gibps.unwrap_or(0.0),
+            h.ridge_point.unwrap_or(0.0),
+            h.op_count,
+            h.compute_bound_ops,
+            h.memory_bound_ops,
+            h.step_count
+        ));
+        for p in &h.points {
+            o.push_str(&format!(
+                "  {:<6} {:<8} {:<40} OI {:>10.4} {:>12.3} GFLOP/s {:>10.3} GiB/s {}\n",
+                p.step,
+                p.kind,
+                p.name,
+                p.operational_intensity,
+                p.flop_rate_gflops,
+                p.hbm_bw_gibps,
+                p.bound_by
+            ));
+        }
+    }
+    o
+}
