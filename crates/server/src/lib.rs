@@ -13,6 +13,7 @@
 mod cache;
 mod html;
 mod memory_html;
+mod op_html;
 mod trace_api;
 
 use axum::extract::{Path as UrlPath, Query, State};
@@ -257,6 +258,8 @@ struct PageQuery {
     module: Option<String>,
     /// `memory_viewer`: XLA memory space (0 when unset).
     memory_space: Option<String>,
+    /// `op_profile`: grouping (`program`, `category` or `provenance`).
+    group: Option<String>,
 }
 
 /// The memory viewer's module with the largest peak (the listing is sorted that way).
@@ -322,7 +325,12 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
             params.module = largest_module(&state, &run, &host, &params).await;
         }
         match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
-            Ok((_, out)) => html::tool_body(&tool, &out),
+            Ok((sess, out)) => match tool.as_str() {
+                "op_profile" => op_html::op_profile_view(&out.json, &sess.name, q.group.as_deref()),
+                "hlo_stats" => op_html::hlo_stats_view(&out.json, &sess.name),
+                "roofline_model" => op_html::roofline_view(&out.json, &sess.name),
+                _ => html::tool_body(&tool, &out),
+            },
             Err((_, msg)) => html::error_box(&msg),
         }
     };
