@@ -132,17 +132,18 @@ fn summary(file: &std::path::Path) -> String {
                 .as_ref()
                 .map(|s| (s.count, s.name.clone().unwrap_or_default()))
                 .unwrap_or((0, String::new()));
+            let ops = match r.top_ops_source {
+                _ if r.op_count == 0 => "no ops".to_string(),
+                Some(xlens_analysis::ops::OpSource::DeviceXlaOps)
+                | Some(xlens_analysis::ops::OpSource::HostXlaOps) => {
+                    format!("{} XLA ops", r.op_count)
+                }
+                Some(s) => format!("{} ops ({s:?})", r.op_count),
+                None => format!("{} ops", r.op_count),
+            };
             let mut line = format!(
-                "{} events, {}{}, {} steps{}",
+                "{} events, {ops}, {steps} steps{}",
                 r.total_events,
-                r.op_count,
-                match r.top_ops_source {
-                    Some(xlens_analysis::ops::OpSource::DeviceXlaOps)
-                    | Some(xlens_analysis::ops::OpSource::HostXlaOps) => " XLA ops".to_string(),
-                    Some(s) => format!(" ({s:?})"),
-                    None => String::new(),
-                },
-                steps,
                 if step_name.is_empty() {
                     String::new()
                 } else {
