@@ -1,16 +1,19 @@
 //! The xlens server: a JSON API per tool and server-rendered HTML pages, over one log directory.
 //!
-//! Routes (all GET):
+//! Routes (GET unless marked POST):
 //! * `/` — the HTML shell; `?run=R&tool=T&host=H` selects what it shows (deep-linkable).
 //! * `/api/runs` — sessions, newest first, with their hosts and tools.
 //! * `/api/tools` — every tool xlens has.
 //! * `/api/tool/{tool}?run=R[&host=H][&format=csv|text]` — one tool's output (JSON by default).
+//! * `/capture`, `POST /api/capture`, `/api/capture/{id}` — capture from running jobs' profiler
+//!   servers into the log dir, with progress (see `capture_api`).
 //! * `/static/*` — the embedded CSS and JavaScript.
 //!
 //! Each host file is decoded once, on first use, and shared by all tools. A file that fails to
 //! load keeps its error in the cache and shows it; other runs keep working.
 
 mod cache;
+mod capture_api;
 mod html;
 mod memory_html;
 mod op_html;
@@ -69,6 +72,7 @@ pub fn router(state: Shared) -> Router {
         .route("/static/app.js", get(js))
         .route("/static/trace.js", get(trace_js))
         .route("/static/memory.js", get(memory_js))
+        .merge(capture_api::routes())
         .with_state(state)
 }
 
