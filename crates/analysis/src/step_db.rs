@@ -17,10 +17,41 @@
 //!   [`StepDb::steps`] (XProf-compatible) and [`StepDb::steps_all`] (every well-formed step).
 
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
 use xlens_model::{Plane, Profile, StatValue, StrId};
 
 use crate::device::{device_planes, DeviceKind};
+
+/// A small, fast hasher for integer keys (FxHash).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fx>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fx>>;
 
 /// XProf's event types (`xprof/utils/event_span.h`); the value is the priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -367,8 +398,11 @@ struct Flat<'a> {
     /// (plane index, line index, first global id) per line.
     lines: Vec<(usize, usize, u32)>,
     n: usize,
-    /// Sparse stats of events that have any relevant stat.
-    ctx: HashMap<u32, Ctx>,
+    /// Stats of events that have any relevant stat: `ctx_idx[g]` indexes `ctxs` (NONE: no stat).
+    ctx_idx: Vec<u32>,
+    ctxs: Vec<(u32, Ctx)>,
+    /// Per-event visit stamp for breadth-first searches.
+    stamp: Vec<u32>,
     nest_parent: Vec<u32>,
     group: Vec<i64>,
 }
@@ -388,7 +422,13 @@ impl<'a> Flat<'a> {
             .unwrap_or("")
     }
     fn ctx(&self, g: u32) -> Ctx {
-        self.ctx.get(&g).copied().unwrap_or_default()
+        self.get_ctx(g).unwrap_or_default()
+    }
+    fn get_ctx(&self, g: u32) -> Option<Ctx> {
+        match self.ctx_idx.get(g as usize) {
+            Some(&i) if i != NONE => self.ctxs.get(i as usize).map(|x| x.1),
+            _ => None,
+        }
     }
 }
 
@@ -489,16 +529,22 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
         p,
         lines,
         n: n as usize,
-        ctx: HashMap::new(),
+        ctx_idx: vec![NONE; n as usize],
+        ctxs: Vec::new(),
+        stamp: vec![0; n as usize],
         nest_parent: vec![NONE; n as usize],
         group: vec![-1; n as usize],
     };
     let mut stack: Vec<u32> = Vec::new();
+    let mut md_cache: (usize, Vec<Ctx>) = (usize::MAX, Vec::new());
     for li in 0..flat.lines.len() {
         let (pi, lj, base) = flat.lines[li];
         let plane = &p.planes[pi];
         let line = &plane.lines[lj];
-        let md_ctx = metadata_ctx(k, plane);
+        if md_cache.0 != pi {
+            md_cache = (pi, metadata_ctx(k, plane));
+        }
+        let md_ctx = &md_cache.1;
         let ev = &line.events;
         stack.clear();
         for i in 0..ev.len() {
@@ -507,7 +553,8 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
             read_ctx(k, ev.stats(i), &mut c);
             let is_async = c.a;
             if c.any {
-                flat.ctx.insert(g, c);
+                flat.ctx_idx[g as usize] = flat.ctxs.len() as u32;
+                flat.ctxs.push((g, c));
             }
             if is_async {
                 continue;
@@ -531,7 +578,7 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
 /// (non-implicit) root event, by event, and the number of groups.
 fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) {
     let p = flat.p;
-    let mut names = HashMap::new();
+    let mut names = HashMap::default();
     // CheckLoopOp: any loop op in the metadata disables grouping.
     for plane in &p.planes {
         if plane
@@ -544,15 +591,16 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
     }
     // Links (parent -> child) other than nesting.
     let mut links: Vec<(u32, u32)> = Vec::new();
-    let mut prods: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::new();
-    let mut cons: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::new();
-    let mut launches: HashMap<u64, u32> = HashMap::new();
+    let mut prods: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::default();
+    let mut cons: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::default();
+    let mut launches: HashMap<u64, u32> = HashMap::default();
     let mut executes: Vec<(u64, u32)> = Vec::new();
-    let mut executors: HashMap<(u64, i64), u32> = HashMap::new();
+    let mut executors: HashMap<(u64, i64), u32> = HashMap::default();
     let mut get_next: Vec<((u64, i64), u32)> = Vec::new();
     let mut tf_data_ids: Vec<u64> = Vec::new();
     let mut loop_events: Vec<(u64, i64, u32)> = Vec::new();
     let mut roots: Vec<(i64, i64, u32)> = Vec::new();
+    let trace_context = p.key("TraceContext");
     for li in 0..flat.lines.len() {
         let (pi, lj, base) = flat.lines[li];
         let plane = &p.planes[pi];
@@ -565,9 +613,10 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         let line = &plane.lines[lj];
         for i in 0..line.events.len() {
             let g = base + i as u32;
-            let Some(c) = flat.ctx.get(&g).copied() else {
-                let name = flat.name(g);
-                if name == "TraceContext" {
+            let Some(c) = flat.get_ctx(g) else {
+                if trace_context.is_some()
+                    && plane.metadata_of(line, i).map(|m| m.name) == trace_context
+                {
                     roots.push((1, line.events.start(i), g));
                 }
                 continue;
@@ -637,7 +686,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         c.id.is_some_and(|id| tf_data_ids.binary_search(&id).is_ok())
     };
     // TF while-loops: each iteration's first executor event is a root.
-    let mut loops: HashMap<u64, HashMap<i64, Vec<u32>>> = HashMap::new();
+    let mut loops: HashMap<u64, HashMap<i64, Vec<u32>>> = HashMap::default();
     for &(id, it, g) in &loop_events {
         if tf_data_ids.binary_search(&id).is_ok() {
             continue;
@@ -688,7 +737,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             fill[par as usize] += 1;
         }
     }
-    let mut link_parents: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut link_parents: HashMap<u32, Vec<u32>> = HashMap::default();
     for &(a, b) in &links {
         adj[fill[a as usize] as usize] = b;
         fill[a as usize] += 1;
@@ -706,7 +755,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
     };
     // Breadth-first search over ancestors for the first event with a stat.
     let ancestor_ctx = |flat: &Flat<'_>, g: u32, f: &dyn Fn(&Ctx) -> bool| -> Option<Ctx> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::default();
         let mut q = VecDeque::from([g]);
         seen.insert(g);
         let mut ps = Vec::new();
@@ -738,7 +787,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             }
             // Not grouped when an ancestor is a root of the same level.
             let mut blocked = false;
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::default();
             parents_of(flat, g, &mut ps);
             let mut q: VecDeque<u32> = ps.iter().copied().collect();
             seen.extend(ps.iter().copied());
@@ -791,16 +840,17 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
 }
 
 fn assign(flat: &mut Flat<'_>, off: &[u32], adj: &[u32], root: u32, gid: i64) {
-    let mut seen = std::collections::HashSet::new();
+    let mark = (gid as u32).wrapping_add(1);
     let mut q = VecDeque::from([root]);
-    seen.insert(root);
+    flat.stamp[root as usize] = mark;
     while let Some(x) = q.pop_front() {
         if flat.group[x as usize] >= 0 {
             continue;
         }
         flat.group[x as usize] = gid;
         for &c in &adj[off[x as usize] as usize..off[x as usize + 1] as usize] {
-            if seen.insert(c) {
+            if flat.stamp[c as usize] != mark {
+                flat.stamp[c as usize] = mark;
                 q.push_back(c);
             }
         }
@@ -821,9 +871,9 @@ fn host_step_events(
     root_names: &HashMap<u32, String>,
 ) -> HashMap<i64, StepEvents> {
     let p = flat.p;
-    let mut out: HashMap<i64, StepEvents> = HashMap::new();
-    let mut async_parents = std::collections::HashSet::new();
-    for c in flat.ctx.values() {
+    let mut out: HashMap<i64, StepEvents> = HashMap::default();
+    let mut async_parents = HashSet::default();
+    for (_, c) in &flat.ctxs {
         if let (Some(t), Some(id)) = (c.pt, c.p) {
             async_parents.insert((t, id));
         }
@@ -833,7 +883,8 @@ fn host_step_events(
         if p.str(plane.name) != "/host:CPU" {
             continue;
         }
-        let ev = &plane.lines[lj].events;
+        let line = &plane.lines[lj];
+        let ev = &line.events;
         // (is_stage, is_descendant, begin, end)
         let mut stack: Vec<(bool, bool, i64, i64)> = Vec::new();
         for i in 0..ev.len() {
@@ -856,7 +907,10 @@ fn host_step_events(
             if gid < 0 {
                 continue;
             }
-            let name = flat.name(g);
+            let name = plane
+                .metadata_of(line, i)
+                .map(|m| p.str(m.name))
+                .unwrap_or("");
             let sd = out.entry(gid).or_default();
             let step_name = c
                 .step_name
@@ -880,10 +934,10 @@ fn host_step_events(
 /// GPU step events per device plane, unioned over planes.
 fn gpu_step_events(flat: &Flat<'_>) -> HashMap<i64, StepEvents> {
     let p = flat.p;
-    let mut out: HashMap<i64, StepEvents> = HashMap::new();
+    let mut out: HashMap<i64, StepEvents> = HashMap::default();
     for (_, plane) in device_planes(p, DeviceKind::Gpu) {
-        let mut markers: HashMap<i64, Vec<(bool, i64, i64)>> = HashMap::new();
-        let mut events: HashMap<i64, StepEvents> = HashMap::new();
+        let mut markers: HashMap<i64, Vec<(bool, i64, i64)>> = HashMap::default();
+        let mut events: HashMap<i64, StepEvents> = HashMap::default();
         let mut has_steps_line = false;
         for &(pi, lj, base) in &flat.lines {
             if !std::ptr::eq(&p.planes[pi], plane) {
@@ -1070,18 +1124,19 @@ pub fn step_db(p: &Profile) -> StepDb {
         return tpu_steps(p, notes);
     }
     let mut flat = flatten(p, &k);
-    let pre_grouped = k.group_id.is_some() && flat.ctx.values().any(|c| c.group_id.is_some());
+    let pre_grouped = k.group_id.is_some() && flat.ctxs.iter().any(|c| c.1.group_id.is_some());
     let (root_names, groups) = if pre_grouped {
-        for (g, c) in flat.ctx.iter() {
+        for i in 0..flat.ctxs.len() {
+            let (g, c) = flat.ctxs[i];
             if let Some(gid) = c.group_id {
-                flat.group[*g as usize] = gid;
+                flat.group[g as usize] = gid;
             }
         }
         let mut gids: Vec<i64> = flat.group.iter().copied().filter(|g| *g >= 0).collect();
         gids.sort_unstable();
         gids.dedup();
         notes.push("The file is already grouped (it carries `group_id` stats); its groups are used as they are.".to_string());
-        (HashMap::new(), gids.len())
+        (HashMap::default(), gids.len())
     } else {
         group_events(&mut flat, &k)
     };

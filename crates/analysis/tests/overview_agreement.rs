@@ -198,10 +198,10 @@ fn framework_ops_match_xprof() {
             .iter()
             .chain(dev.iter())
             .filter(|o| {
-                !o.via_xla
-                    && !(*run == "gpu_multi_worker"
-                        && o.host_or_device == "Device"
-                        && o.op_type == "Unknown")
+                let gpu_unknown = *run == "gpu_multi_worker"
+                    && o.host_or_device == "Device"
+                    && o.op_type == "Unknown";
+                !o.via_xla && !gpu_unknown
             })
             .map(|o| {
                 (
@@ -302,5 +302,55 @@ fn tools_run_on_every_fixture() {
                 );
             }
         }
+    }
+}
+
+/// Regenerates the expectations with XProf itself when `XLENS_PYTHON` names a Python with `xprof`
+/// installed (e.g. `XLENS_PYTHON=/work/venv/bin/python`), and checks they equal the committed ones
+/// (so the committed expectations are what XProf says, and xlens is compared against them above).
+#[test]
+fn live_xprof_agreement() {
+    let Ok(py) = std::env::var("XLENS_PYTHON") else {
+        eprintln!(
+            "skipped: set XLENS_PYTHON to a Python with xprof installed to compare with XProf live"
+        );
+        return;
+    };
+    let script = root().join("fixtures/expected/xprof/overview/extract.py");
+    for run in [
+        "jax_mlp_small",
+        "tf_keras_mlp_xla_small",
+        "gpu_multi_worker",
+    ] {
+        let out = std::process::Command::new(&py)
+            .arg(&script)
+            .arg("--live")
+            .arg(run)
+            .output()
+            .expect("run python");
+        assert!(
+            out.status.success(),
+            "{run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        let live: Value = serde_json::from_str(line.lines().last().unwrap_or("{}")).expect("json");
+        let live = &live[run];
+        let want = expected(run);
+        assert_eq!(live["step_count"], want["step_count"], "{run}");
+        assert!(
+            within(
+                live["mean_ms"].as_f64().unwrap_or(0.0),
+                want["mean_ms"].as_f64().unwrap_or(0.0),
+                1e-9
+            ),
+            "{run}"
+        );
+        let db = step_db(&load(run));
+        assert_eq!(
+            db.steps.len() as u64,
+            live["step_count"].as_u64().unwrap_or(0),
+            "{run}"
+        );
     }
 }
