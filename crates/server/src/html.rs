@@ -140,6 +140,12 @@ pub fn trace_body() -> String {
 pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
     match tool {
         "report" => report_view(&out.json),
+        "overview_page" => overview_view(&out.json, out.csv.as_deref().unwrap_or("")),
+        "input_pipeline_analyzer" | "framework_op_stats" | "kernel_stats" => format!(
+            "<pre class=\"dim\">{}</pre>{}",
+            esc(out.text.lines().next().unwrap_or("")),
+            csv_table(out.csv.as_deref().unwrap_or(""))
+        ),
         "graph_viewer" => graph_view(&out.json),
         "memory_viewer" => crate::memory_html::memory_viewer_view(&out.json),
         "memory_profile" => crate::memory_html::memory_profile_view(&out.json),
@@ -226,6 +232,185 @@ f.querySelector('[name=module]').value = t.dataset.module || e.currentTarget.dat
 const p = new URLSearchParams(new FormData(f)); for (const [k, v] of [...p]) if (!v) p.delete(k);\
 location.search = p.toString(); });</script></section>",
     );
+    o
+}
+
+/// Splits one CSV line (RFC 4180 quotes).
+fn csv_split(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut q = false;
+    let mut it = line.chars().peekable();
+    while let Some(c) = it.next() {
+        match (c, q) {
+            ('"', true) if it.peek() == Some(&'"') => {
+                cur.push('"');
+                it.next();
+            }
+            ('"', _) => q = !q,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// A tool's CSV as a sortable, filterable table (`app.js` adds the behaviour).
+fn csv_table(csv: &str) -> String {
+    let mut lines = csv.lines();
+    let Some(head) = lines.next() else {
+        return "<p class=\"dim\">Nothing to show.</p>".to_string();
+    };
+    let mut o = String::from("<input type=\"search\" class=\"table-filter\" placeholder=\"Filter rows\" aria-label=\"filter\"><table class=\"sortable\"><thead><tr>");
+    for h in csv_split(head) {
+        let _ = write!(o, "<th>{}</th>", esc(&h));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for l in lines {
+        o.push_str("<tr>");
+        for c in csv_split(l) {
+            let _ = write!(o, "<td>{}</td>", esc(&c));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table>");
+    o
+}
+
+fn overview_view(v: &Value, csv: &str) -> String {
+    let empty = Vec::new();
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<h1>Overview: run {}</h1><p>{} host(s); device {}; {} device(s) participated.</p>",
+        esc(s(v, "run")),
+        n(v, "host_count"),
+        esc(s(v, "device_type")),
+        n(v, "devices_participated")
+    );
+    let cats = v["categories"].as_array().unwrap_or(&empty);
+    for h in v["hosts"].as_array().unwrap_or(&empty) {
+        let _ = write!(o, "<section><h2>Host {}</h2>", esc(s(h, "host")));
+        if let Some(e) = h["error"].as_str() {
+            o.push_str(&error_box(e));
+            continue;
+        }
+        let st = &h["steps"];
+        let _ = write!(
+            o,
+            "<p><b>{} steps</b> (XProf-compatible: XProf drops the first and last step when more than 5 remain; {} annotated steps in all). Step time mean {} ± {} (sample std dev), min {}, max {}.</p>",
+            n(st, "count"),
+            n(&h["steps_all"], "count"),
+            fmt_ps(n(st, "mean_ps")),
+            fmt_ps(n(st, "std_dev_ps")),
+            fmt_ps(n(st, "min_ps")),
+            fmt_ps(n(st, "max_ps"))
+        );
+        for note in h["steps_notes"].as_array().unwrap_or(&empty) {
+            let _ = write!(
+                o,
+                "<p class=\"dim\">{}</p>",
+                esc(note.as_str().unwrap_or(""))
+            );
+        }
+        // Stacked bar per step.
+        let rows = st["rows"].as_array().unwrap_or(&empty);
+        let max = rows
+            .iter()
+            .map(|r| n(r, "duration_ps"))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        const COLORS: [&str; 9] = [
+            "#4e79a7", "#59a14f", "#9c755f", "#f28e2b", "#edc948", "#e15759", "#b07aa1", "#76b7b2",
+            "#bab0ac",
+        ];
+        o.push_str("<div class=\"legend\">");
+        for (i, c) in cats.iter().enumerate() {
+            let _ = write!(
+                o,
+                "<span title=\"{}\"><i style=\"background:{}\">&nbsp;&nbsp;</i> {}</span> ",
+                esc(s(c, "explanation")),
+                COLORS[i % 9],
+                esc(s(c, "label"))
+            );
+        }
+        o.push_str("</div><div class=\"stepchart\">");
+        for r in rows.iter().take(500) {
+            let _ = write!(
+                o,
+                "<div class=\"steprow\" title=\"{} {}\"><span class=\"stepname\">{}</span>",
+                esc(s(r, "name")),
+                fmt_ps(n(r, "duration_ps")),
+                esc(s(r, "name"))
+            );
+            for (i, b) in r["breakdown_ps"]
+                .as_array()
+                .unwrap_or(&empty)
+                .iter()
+                .enumerate()
+            {
+                let w = 80.0 * b.as_i64().unwrap_or(0) as f64 / max as f64;
+                if w > 0.0 {
+                    let _ = write!(o, "<i style=\"display:inline-block;height:10px;width:{w:.2}%;background:{}\"></i>", COLORS[i % 9]);
+                }
+            }
+            o.push_str("</div>");
+        }
+        o.push_str("</div><h3>What each category counts</h3><ul>");
+        for c in cats {
+            let _ = write!(
+                o,
+                "<li><b>{}</b>: {}</li>",
+                esc(s(c, "label")),
+                esc(s(c, "explanation"))
+            );
+        }
+        o.push_str("</ul>");
+        let pl = &h["placement"];
+        let _ = write!(
+            o,
+            "<p>Op placement: {:.1}% of ops and {:.1}% of op time on the device. <span class=\"dim\">{}</span></p>",
+            pl["device_ops_percent"].as_f64().unwrap_or(0.0),
+            pl["device_time_percent"].as_f64().unwrap_or(0.0),
+            esc(s(pl, "explanation"))
+        );
+        if let Some(d) = h["device_duty_cycle_percent"].as_f64() {
+            let _ = write!(o, "<p>Device duty cycle: {d:.1}%</p>");
+        }
+        if let Some(r) = h["flop_rate_per_second"].as_f64() {
+            let _ = write!(o, "<p>FLOP rate: {:.3} TFLOP/s", r / 1e12);
+            if let Some(u) = h["flop_utilization_percent"].as_f64() {
+                let _ = write!(o, " ({u:.1}% of peak)");
+            }
+            o.push_str("</p>");
+        }
+        o.push_str("<h3>Recommendations</h3><ul>");
+        for r in h["recommendations"].as_array().unwrap_or(&empty) {
+            let _ = write!(
+                o,
+                "<li>{} <span class=\"dim\">({})</span></li>",
+                esc(s(r, "text")),
+                esc(s(r, "evidence"))
+            );
+        }
+        let _ = write!(o, "</ul><h3>Top ops by self time ({} ops in all)</h3><table class=\"sortable\"><thead><tr><th>op</th><th>framework op</th><th>category</th><th>occurrences</th><th>self time</th></tr></thead><tbody>", n(h, "op_count"));
+        for op in h["top_ops"].as_array().unwrap_or(&empty) {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(s(op, "name")),
+                esc(s(op, "framework_op")),
+                esc(s(op, "category")),
+                n(op, "occurrences"),
+                fmt_ps(n(op, "self_time_ps"))
+            );
+        }
+        o.push_str("</tbody></table></section>");
+    }
+    o.push_str("<h3>Steps</h3>");
+    o.push_str(&csv_table(csv));
     o
 }
 
