@@ -91,6 +91,8 @@ pub struct HostOverview {
     pub top_ops: Vec<OpMetric>,
     pub op_count: usize,
     pub recommendations: Vec<Recommendation>,
+    /// Peak memory against the device's capacity, when the profile states the capacity.
+    pub memory_headroom: Option<crate::memory_headroom::Headroom>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -224,6 +226,17 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
             ),
         });
     }
+    let headroom = crate::memory_headroom::memory_headroom(p);
+    if let Some(h) = &headroom {
+        rec.push(Recommendation {
+            text: if h.growth_factor >= 1.5 {
+                "Memory has room: a larger batch could raise device utilisation.".to_string()
+            } else {
+                "Memory is nearly full: a larger batch needs less memory per example first (see the memory viewer).".to_string()
+            },
+            evidence: h.statement.clone(),
+        });
+    }
     if let Some(top) = ops.ops.first() {
         rec.push(Recommendation {
             text: format!(
@@ -257,6 +270,7 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         op_count: ops.ops.len(),
         top_ops: ops.ops.iter().take(TOP_OPS).cloned().collect(),
         recommendations: rec,
+        memory_headroom: headroom,
     }
 }
 
@@ -288,6 +302,7 @@ fn failed(host: &str, e: String) -> HostOverview {
         top_ops: Vec::new(),
         op_count: 0,
         recommendations: Vec::new(),
+        memory_headroom: None,
     }
 }
 

@@ -354,3 +354,16 @@ fn live_xprof_agreement() {
         );
     }
 }
+
+#[test]
+fn overview_states_memory_headroom_when_the_profile_gives_capacity() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb.gz");
+    let p = xlens_analysis::load::load_path(&dir, xlens_store::Format::XSpace).unwrap();
+    let h = xlens_analysis::overview::host_overview("tpu", &p);
+    let m = h.memory_headroom.expect("TPU profile states its memory");
+    // Peak 20 GiB (the memory viewer's jit_f) of 31.25 GiB (what the allocators report).
+    assert_eq!(m.peak_bytes, 20 * 1024 * 1024 * 1024 + 32);
+    assert!(m.statement.starts_with("peak 20"), "{}", m.statement);
+    assert!(h.recommendations.iter().any(|r| r.evidence == m.statement));
+}

@@ -110,6 +110,7 @@ pub fn shell(
 <label>Tool <select name="tool">{tool_opts}</select></label>
 <label>Host <select name="host">{host_opts}</select></label>
 <noscript><button type="submit">Show</button></noscript>
+<a href="/capture" class="capture-link">Capture…</a>
 <span class="api">{api}</span>
 </form></header>
 <main class="{main_class}">{body}</main>
@@ -385,6 +386,9 @@ fn overview_view(v: &Value, csv: &str) -> String {
                 let _ = write!(o, " ({u:.1}% of peak)");
             }
             o.push_str("</p>");
+        }
+        if let Some(m) = h["memory_headroom"]["statement"].as_str() {
+            let _ = write!(o, "<p>Memory: {}</p>", esc(m));
         }
         o.push_str("<h3>Recommendations</h3><ul>");
         for r in h["recommendations"].as_array().unwrap_or(&empty) {
