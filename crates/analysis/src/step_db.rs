@@ -349,6 +349,28 @@ struct Ctx {
     any: bool,
 }
 
+impl Ctx {
+    const EMPTY: Ctx = Ctx {
+        r: None,
+        p: None,
+        pt: None,
+        c: None,
+        ct: None,
+        pid: None,
+        a: false,
+        corr: None,
+        id: None,
+        iter_num: None,
+        step_num: None,
+        graph_type: None,
+        group_id: None,
+        step_name: None,
+        ipl_stage: false,
+        shape: None,
+        any: false,
+    };
+}
+
 fn read_ctx(k: &Keys, stats: xlens_model::Stats<'_>, c: &mut Ctx) {
     for s in stats.iter() {
         let key = Some(s.key);
@@ -421,12 +443,13 @@ impl<'a> Flat<'a> {
             .map(|m| self.p.str(m.name))
             .unwrap_or("")
     }
-    fn ctx(&self, g: u32) -> Ctx {
-        self.get_ctx(g).unwrap_or_default()
+    fn ctx(&self, g: u32) -> &Ctx {
+        static NO_CTX: Ctx = Ctx::EMPTY;
+        self.get_ctx(g).unwrap_or(&NO_CTX)
     }
-    fn get_ctx(&self, g: u32) -> Option<Ctx> {
+    fn get_ctx(&self, g: u32) -> Option<&Ctx> {
         match self.ctx_idx.get(g as usize) {
-            Some(&i) if i != NONE => self.ctxs.get(i as usize).map(|x| x.1),
+            Some(&i) if i != NONE => self.ctxs.get(i as usize).map(|x| &x.1),
             _ => None,
         }
     }
@@ -591,8 +614,9 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
     }
     // Links (parent -> child) other than nesting.
     let mut links: Vec<(u32, u32)> = Vec::new();
-    let mut prods: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::default();
-    let mut cons: HashMap<(u64, u64, u64), Vec<u32>> = HashMap::default();
+    // (type, id, pid) -> event, sorted and joined below (no allocation per key).
+    let mut prods: Vec<((u64, u64, u64), u32)> = Vec::new();
+    let mut cons: Vec<((u64, u64, u64), u32)> = Vec::new();
     let mut launches: HashMap<u64, u32> = HashMap::default();
     let mut executes: Vec<(u64, u32)> = Vec::new();
     let mut executors: HashMap<(u64, i64), u32> = HashMap::default();
@@ -621,7 +645,10 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
                 }
                 continue;
             };
-            let name = flat.name(g);
+            let name = plane
+                .metadata_of(line, i)
+                .map(|m| p.str(m.name))
+                .unwrap_or("");
             if let Some(cid) = c.corr {
                 if !IMPLICIT_ROOTS.contains(&name) {
                     if is_host {
@@ -633,10 +660,10 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             }
             let pid = c.pid.unwrap_or(plane_pid);
             if let (Some(t), Some(id)) = (c.pt, c.p) {
-                prods.entry((t, id, pid)).or_default().push(g);
+                prods.push(((t, id, pid), g));
             }
             if let (Some(t), Some(id)) = (c.ct, c.c) {
-                cons.entry((t, id, pid)).or_default().push(g);
+                cons.push(((t, id, pid), g));
             }
             if let (Some(id), Some(it)) = (c.id, c.iter_num) {
                 if name == "ExecutorState::Process" {
@@ -670,14 +697,27 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             links.push((e, g));
         }
     }
-    for (key, ps) in &prods {
-        let Some(cs) = cons.get(key) else { continue };
-        if ps.len() >= 64 && cs.len() >= 64 {
-            continue;
-        }
-        for &a in ps {
-            for &b in cs {
-                links.push((a, b));
+    prods.sort_unstable();
+    cons.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    while i < prods.len() && j < cons.len() {
+        let key = prods[i].0;
+        match key.cmp(&cons[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                let i_end = i + prods[i..].partition_point(|x| x.0 == key);
+                let j_end = j + cons[j..].partition_point(|x| x.0 == key);
+                let (ps, cs) = (&prods[i..i_end], &cons[j..j_end]);
+                if ps.len() < 64 || cs.len() < 64 {
+                    for &(_, a) in ps {
+                        for &(_, b) in cs {
+                            links.push((a, b));
+                        }
+                    }
+                }
+                i = i_end;
+                j = j_end;
             }
         }
     }
@@ -737,11 +777,22 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             fill[par as usize] += 1;
         }
     }
-    let mut link_parents: HashMap<u32, Vec<u32>> = HashMap::default();
+    // Link parents of each event, as CSR too.
+    let mut pdeg = vec![0u32; n + 1];
     for &(a, b) in &links {
         adj[fill[a as usize] as usize] = b;
         fill[a as usize] += 1;
-        link_parents.entry(b).or_default().push(a);
+        pdeg[b as usize] += 1;
+    }
+    let mut poff = vec![0u32; n + 1];
+    for i in 0..n {
+        poff[i + 1] = poff[i] + pdeg[i];
+    }
+    let mut pfill = poff.clone();
+    let mut padj = vec![0u32; links.len()];
+    for &(a, b) in &links {
+        padj[pfill[b as usize] as usize] = a;
+        pfill[b as usize] += 1;
     }
     let parents_of = |flat: &Flat<'_>, g: u32, out: &mut Vec<u32>| {
         out.clear();
@@ -749,9 +800,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         if np != NONE {
             out.push(np);
         }
-        if let Some(v) = link_parents.get(&g) {
-            out.extend_from_slice(v);
-        }
+        out.extend_from_slice(&padj[poff[g as usize] as usize..poff[g as usize + 1] as usize]);
     };
     // Breadth-first search over ancestors for the first event with a stat.
     let ancestor_ctx = |flat: &Flat<'_>, g: u32, f: &dyn Fn(&Ctx) -> bool| -> Option<Ctx> {
@@ -762,7 +811,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         while let Some(x) = q.pop_front() {
             let c = flat.ctx(x);
             if f(&c) {
-                return Some(c);
+                return Some(*c);
             }
             parents_of(flat, x, &mut ps);
             for &pp in &ps {
@@ -778,7 +827,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         loop_roots.sort_by_key(|x| x.0);
         order = loop_roots.iter().map(|x| x.1).collect();
     } else {
-        roots.retain(|&(_, _, g)| !is_tf_data(&flat.ctx(g)));
+        roots.retain(|&(_, _, g)| !is_tf_data(flat.ctx(g)));
         roots.sort_by_key(|&(lvl, t, _)| (-lvl, t));
         let mut ps = Vec::new();
         for &(lvl, _, g) in &roots {
