@@ -309,6 +309,11 @@ impl EventsBuilder {
             open_ends.push(ev.end(i));
         }
         ev.depth = depth;
+        // Importers reserve generously from the input's size; give back what was not used.
+        ev.start.shrink_to_fit();
+        ev.dur.shrink_to_fit();
+        ev.meta.shrink_to_fit();
+        ev.stat_off.shrink_to_fit();
         ev.stats.shrink_to_fit();
         self.ev
     }

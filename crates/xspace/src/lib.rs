@@ -465,35 +465,29 @@ impl Decoder<'_> {
 
     fn line(&mut self, r: Reader<'_>, plane: &mut Plane, ctx: &mut PlaneCtx) -> Res<Line> {
         let mut line = Line::default();
-        let mut n_events = 0usize;
-        let line_start = r.offset();
-        // Pass 1: line fields and the number of events (for exact column sizes).
-        let mut p = r.clone();
-        while let Some((num, wire)) = p.field()? {
-            match (num, wire) {
-                (1, Wire::Varint) => line.id = p.varint()? as i64,
-                (2, Wire::Len) => line.name = self.string(&mut p)?,
-                (3, Wire::Varint) => line.timestamp_ns = p.varint()? as i64,
-                (4, Wire::Len) => {
-                    p.bytes()?;
-                    n_events += 1;
-                }
-                (9, Wire::Varint) => line.duration_ps = p.varint()? as i64,
-                (10, Wire::Varint) => line.display_id = p.varint()? as i64,
-                (11, Wire::Len) => line.display_name = self.string(&mut p)?,
-                (1 | 3 | 9 | 10, w) => p.expect(num, w, Wire::Varint)?,
-                (2 | 4 | 11, w) => p.expect(num, w, Wire::Len)?,
-                _ => p.skip(wire)?,
-            }
-        }
-        let line_end = p.offset();
-        // Pass 2: events.
-        let mut b = EventsBuilder::with_capacity(n_events, (line_end - line_start) / 2);
+        // One pass over the line. Columns are reserved from the line's size (an event takes at
+        // least ~16 bytes in practice; unused capacity is never touched, so it costs no memory,
+        // and is released when the builder finishes).
+        let line_len = r.rest().len();
+        let mut b = EventsBuilder::with_capacity(line_len / 16 + 1, line_len / 2);
         let mut r = r;
         while let Some((num, wire)) = r.field()? {
             if num != 4 {
-                r.skip(wire)?;
+                match (num, wire) {
+                    (1, Wire::Varint) => line.id = r.varint()? as i64,
+                    (2, Wire::Len) => line.name = self.string(&mut r)?,
+                    (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
+                    (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
+                    (10, Wire::Varint) => line.display_id = r.varint()? as i64,
+                    (11, Wire::Len) => line.display_name = self.string(&mut r)?,
+                    (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
+                    (2 | 11, w) => r.expect(num, w, Wire::Len)?,
+                    _ => r.skip(wire)?,
+                }
                 continue;
+            }
+            if wire != Wire::Len {
+                r.expect(num, wire, Wire::Len)?;
             }
             let mut e = r.message("XEvent")?;
             let mut md_id = 0i64;
@@ -531,7 +525,7 @@ impl Decoder<'_> {
             }
         }
         line.events = b.finish();
-        (self.consumed)(line_end);
+        (self.consumed)(r.offset());
         Ok(line)
     }
 
