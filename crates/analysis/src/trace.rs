@@ -146,10 +146,178 @@ pub struct TraceIndex {
     pub total_events: u64,
     /// Earliest start and latest end on the common axis.
     pub span: (i64, i64),
+    /// Counter series drawn as line charts (see [`counter_tracks`]).
+    pub counters: Vec<Counter>,
     /// Flow endpoints by id, built on first use (see [`TraceIndex::flows_of`]).
     flows: std::sync::OnceLock<FlowIndex>,
     /// Steps per host, built on first use.
     steps: std::sync::OnceLock<Vec<crate::steps::Steps>>,
+}
+
+/// A counter: values over time, drawn as a line chart under its group.
+pub struct Counter {
+    pub id: u32,
+    pub group: String,
+    pub name: String,
+    /// Sorted times on the common axis, and the value from each time on.
+    pub times: Vec<i64>,
+    pub values: Vec<f64>,
+}
+
+/// Counter series of one host: (1) lines whose events are all instants (zero duration) carrying
+/// numeric stats — one series per stat; (2) each allocator's memory in use
+/// (`bytes_allocated` + `bytes_reserved`) from host `MemoryAllocation` / `MemoryDeallocation`
+/// events.
+fn counter_tracks(p: &Profile, offset: i64, host_label: &str, out: &mut Vec<Counter>) {
+    let group = |plane: &Plane| {
+        if host_label.is_empty() {
+            p.str(plane.name).to_string()
+        } else {
+            format!("{host_label} {}", p.str(plane.name))
+        }
+    };
+    for plane in &p.planes {
+        for line in &plane.lines {
+            let ev = &line.events;
+            if ev.is_empty() || ev.durations().iter().any(|&d| d != 0) {
+                continue;
+            }
+            let mut series: Vec<(xlens_model::StrId, Vec<i64>, Vec<f64>)> = Vec::new();
+            for i in 0..ev.len() {
+                for st in ev.stats(i) {
+                    let Some(v) = st.value.as_f64() else { continue };
+                    let k = match series.iter().position(|x| x.0 == st.key) {
+                        Some(k) => k,
+                        None => {
+                            series.push((st.key, Vec::new(), Vec::new()));
+                            series.len() - 1
+                        }
+                    };
+                    series[k].1.push(ev.start(i) + offset);
+                    series[k].2.push(v);
+                }
+            }
+            for (key, times, values) in series {
+                out.push(Counter {
+                    id: 0,
+                    group: group(plane),
+                    name: format!("{} · {}", p.str(line.name), p.str(key)),
+                    times,
+                    values,
+                });
+            }
+        }
+    }
+    let (Some(alloc), Some(dealloc), Some(bytes)) = (
+        p.key("MemoryAllocation"),
+        p.key("MemoryDeallocation"),
+        p.key("bytes_allocated"),
+    ) else {
+        return;
+    };
+    let reserved = p.key("bytes_reserved");
+    // Which allocator: the last of these stats on the event (as the memory profile does).
+    let ids = [
+        p.key("index_on_host"),
+        p.key("device_ordinal"),
+        p.key("allocator_name"),
+    ];
+    for plane in &p.planes {
+        if !p.str(plane.name).starts_with("/host:") {
+            continue;
+        }
+        let mut per: Vec<(String, Vec<(i64, f64)>)> = Vec::new();
+        for line in &plane.lines {
+            let ev = &line.events;
+            for i in 0..ev.len() {
+                let Some(md) = plane.metadata_of(line, i) else {
+                    continue;
+                };
+                if md.name != alloc && md.name != dealloc {
+                    continue;
+                }
+                let stats = ev.stats(i);
+                let Some(b) = stats.get(bytes).and_then(|v| v.as_f64()) else {
+                    continue;
+                };
+                let r = reserved
+                    .and_then(|k| stats.get(k))
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
+                let name = stats
+                    .iter()
+                    .filter(|st| ids.contains(&Some(st.key)))
+                    .last()
+                    .map(|st| st.value.display(&p.strings))
+                    .unwrap_or_else(|| "allocator".to_string());
+                let k = match per.iter().position(|x| x.0 == name) {
+                    Some(k) => k,
+                    None => {
+                        per.push((name, Vec::new()));
+                        per.len() - 1
+                    }
+                };
+                per[k].1.push((ev.start(i) + offset, b + r));
+            }
+        }
+        for (name, mut pts) in per {
+            pts.sort_by_key(|x| x.0);
+            out.push(Counter {
+                id: 0,
+                group: group(plane),
+                name: format!("memory in use · {name}"),
+                times: pts.iter().map(|x| x.0).collect(),
+                values: pts.iter().map(|x| x.1).collect(),
+            });
+        }
+    }
+}
+
+/// The points of a counter to draw in a window: per pixel the first, minimum, maximum and last
+/// value (so spikes survive), plus the value in force at the window's start. Bounded by 4 × width.
+fn counter_points(c: &Counter, start: i64, end: i64, ps_per_px: f64) -> (Vec<i64>, Vec<f64>) {
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    let lo = c.times.partition_point(|&t| t < start);
+    if lo > 0 {
+        ts.push(c.times[lo - 1]);
+        vs.push(c.values[lo - 1]);
+    }
+    let hi = c.times.partition_point(|&t| t <= end);
+    let mut k = lo;
+    while k < hi {
+        let px = ((c.times[k] - start) as f64 / ps_per_px).floor();
+        let mut e = k + 1;
+        while e < hi && ((c.times[e] - start) as f64 / ps_per_px).floor() == px {
+            e += 1;
+        }
+        if e - k <= 4 {
+            ts.extend_from_slice(&c.times[k..e]);
+            vs.extend_from_slice(&c.values[k..e]);
+        } else {
+            let seg = &c.values[k..e];
+            let (mut imin, mut imax) = (0, 0);
+            for (j, v) in seg.iter().enumerate() {
+                if *v < seg[imin] {
+                    imin = j;
+                }
+                if *v > seg[imax] {
+                    imax = j;
+                }
+            }
+            let mut pick = [0, imin.min(imax), imin.max(imax), e - k - 1];
+            pick.sort_unstable();
+            let mut last = usize::MAX;
+            for j in pick {
+                if j != last {
+                    ts.push(c.times[k + j]);
+                    vs.push(c.values[k + j]);
+                    last = j;
+                }
+            }
+        }
+        k = e;
+    }
+    (ts, vs)
 }
 
 /// Where each flow id appears: producers (`_p`), consumers (`_c`) and GPU `correlation_id`s.
@@ -301,9 +469,18 @@ impl TraceIndex {
                 depths,
             });
         }
+        let mut counters = Vec::new();
+        for h in &hosts {
+            let label = if hosts.len() > 1 { h.name.as_str() } else { "" };
+            counter_tracks(&h.profile, h.offset_ps, label, &mut counters);
+        }
+        for (i, c) in counters.iter_mut().enumerate() {
+            c.id = i as u32;
+        }
         TraceIndex {
             hosts,
             tracks,
+            counters,
             total_events: total,
             span: span.unwrap_or((0, 0)),
             flows: Default::default(),
@@ -404,6 +581,23 @@ impl TraceIndex {
             names: names.names,
             events,
             summaries,
+            counters: self
+                .counters
+                .iter()
+                .map(|c| {
+                    let (times_ps, values) = counter_points(c, start, end, ps_per_px);
+                    CounterOut {
+                        id: c.id,
+                        group: c.group.clone(),
+                        name: c.name.clone(),
+                        points_total: c.times.len() as u64,
+                        min: c.values.iter().copied().fold(f64::INFINITY, f64::min),
+                        max: c.values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        times_ps,
+                        values,
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -1035,6 +1229,23 @@ pub struct Viewport {
     pub names: Vec<String>,
     pub events: Vec<EventOut>,
     pub summaries: Vec<Summary>,
+    /// Counter series in the window (per pixel: first, min, max, last; spikes are kept).
+    pub counters: Vec<CounterOut>,
+}
+
+/// A counter's points in one window.
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterOut {
+    pub id: u32,
+    pub group: String,
+    pub name: String,
+    /// All points of the series (those in `times_ps` are the window's, reduced per pixel).
+    pub points_total: u64,
+    /// Over the whole series, for a stable vertical scale.
+    pub min: f64,
+    pub max: f64,
+    pub times_ps: Vec<i64>,
+    pub values: Vec<f64>,
 }
 
 impl Viewport {
@@ -1243,6 +1454,24 @@ mod tests {
             "{:?}",
             v.summaries.iter().map(|x| x.count).max()
         );
+    }
+
+    #[test]
+    fn counter_points_keep_spikes_and_stay_bounded() {
+        let n = 100_000;
+        let c = Counter {
+            id: 0,
+            group: "g".into(),
+            name: "c".into(),
+            times: (0..n).map(|i| i * 10).collect(),
+            values: (0..n)
+                .map(|i| if i == 54_321 { 1e9 } else { (i % 7) as f64 })
+                .collect(),
+        };
+        let (ts, vs) = counter_points(&c, 0, n * 10, (n * 10) as f64 / 500.0);
+        assert!(ts.len() <= 4 * 500 + 1, "{}", ts.len());
+        assert!(vs.contains(&1e9));
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]));
     }
 
     #[test]

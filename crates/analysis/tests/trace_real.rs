@@ -143,3 +143,29 @@ fn search_finds_every_match_and_ranges_add_up() {
     let rs = idx.range_stats(idx.span.0, idx.span.1);
     assert_eq!(rs.events, idx.total_events);
 }
+
+#[test]
+fn allocator_memory_is_a_counter_track() {
+    // The TPU and GPU profiles record MemoryAllocation / MemoryDeallocation events on the host:
+    // each allocator's memory in use becomes a counter, with every point kept in the index.
+    for (run, allocators) in [("tpu_inference", 4), ("gpu_multi_worker", 4)] {
+        let idx = index(run);
+        let mem: Vec<_> = idx
+            .counters
+            .iter()
+            .filter(|c| c.name.starts_with("memory in use"))
+            .collect();
+        assert_eq!(
+            mem.len(),
+            allocators,
+            "{run}: {:?}",
+            mem.iter().map(|c| &c.name).collect::<Vec<_>>()
+        );
+        let v = idx.query(idx.span.0, idx.span.1, 800);
+        assert_eq!(v.counters.len(), idx.counters.len());
+        for c in &v.counters {
+            assert!(c.times_ps.len() as u64 <= c.points_total && c.times_ps.len() <= 4 * 801 + 1);
+            assert!(c.max >= c.min);
+        }
+    }
+}

@@ -94,12 +94,26 @@ function refetchSoon() {
   fetchTimer = setTimeout(fetchViewport, 60);
 }
 
+const COUNTER_H = 44;
+
 function computeLayout() {
   const rows = [];
   let y = RULER;
   let lastGroup = null;
+  const counters = state.data.counters || [];
+  const placed = new Set();
+  const addCounters = (group) => {
+    if (group == null || state.collapsed.has(group)) return;
+    for (const c of counters) {
+      if (c.group !== group || placed.has(c.id)) continue;
+      placed.add(c.id);
+      rows.push({ kind: 'counter', y, h: COUNTER_H, group, counter: c });
+      y += COUNTER_H;
+    }
+  };
   for (const t of state.data.tracks) {
     if (t.group !== lastGroup) {
+      addCounters(lastGroup);
       rows.push({ kind: 'group', y, h: GROUP, group: t.group });
       y += GROUP;
       lastGroup = t.group;
@@ -109,8 +123,60 @@ function computeLayout() {
     rows.push({ kind: 'track', y, h, group: t.group, track: t });
     y += h;
   }
+  addCounters(lastGroup);
+  for (const c of counters) {
+    if (placed.has(c.id)) continue;
+    if (c.group !== lastGroup) {
+      rows.push({ kind: 'group', y, h: GROUP, group: c.group });
+      y += GROUP;
+      lastGroup = c.group;
+    }
+    addCounters(c.group);
+  }
   state.layout = rows;
   state.contentH = y;
+}
+
+function fmtValue(v) {
+  const a = Math.abs(v);
+  if (a >= 1 << 30) return (v / (1 << 30)).toFixed(2) + ' GiB';
+  if (a >= 1 << 20) return (v / (1 << 20)).toFixed(1) + ' MiB';
+  if (a >= 1e4) return v.toExponential(2);
+  return String(Math.round(v * 100) / 100);
+}
+
+function fmtBytes(v) {
+  if (v >= 1 << 30) return (v / (1 << 30)).toFixed(2) + ' GiB';
+  if (v >= 1 << 20) return (v / (1 << 20)).toFixed(1) + ' MiB';
+  if (v >= 1 << 10) return (v / (1 << 10)).toFixed(1) + ' KiB';
+  return v + ' B';
+}
+
+function drawCounter(r, sy, W) {
+  const c = r.counter;
+  const y0 = r.y - sy, h = r.h - 6;
+  const span = c.max - Math.min(0, c.min) || 1;
+  const yOf = (v) => y0 + 3 + h - (v - Math.min(0, c.min)) / span * h;
+  ctx.beginPath();
+  let started = false, lastY = yOf(0);
+  for (let i = 0; i < c.times_ps.length; i++) {
+    const x = Math.max(LABEL_W, xOf(c.times_ps[i]));
+    const yy = yOf(c.values[i]);
+    if (!started) { ctx.moveTo(x, lastY); started = true; }
+    ctx.lineTo(x, lastY); // a counter holds its value until the next point
+    ctx.lineTo(x, yy);
+    lastY = yy;
+  }
+  if (started) {
+    ctx.lineTo(W, lastY);
+    ctx.strokeStyle = '#3a5bd9';
+    ctx.lineWidth = 1.2;
+    ctx.stroke();
+    ctx.lineTo(W, yOf(Math.min(0, c.min)));
+    ctx.lineTo(LABEL_W, yOf(Math.min(0, c.min)));
+    ctx.fillStyle = 'rgba(58, 91, 217, 0.12)';
+    ctx.fill();
+  }
 }
 
 function rowYOf(track, depth) {
@@ -149,6 +215,9 @@ function draw() {
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   let drawn = 0;
+  for (const r of state.layout) {
+    if (r.kind === 'counter' && r.y - sy + r.h >= RULER && r.y - sy <= H) { drawCounter(r, sy, W); drawn++; }
+  }
   // Summaries (runs of sub-pixel events): light boxes in the colour of their longest event.
   for (const s of state.data.summaries) {
     const r = visible.get(s.track);
@@ -224,6 +293,17 @@ function draw() {
       ctx.font = 'bold 12px system-ui, sans-serif';
       ctx.fillText((state.collapsed.has(r.group) ? '▸ ' : '▾ ') + r.group, 6, y + r.h / 2);
       ctx.font = '12px system-ui, sans-serif';
+    } else if (r.kind === 'counter') {
+      ctx.fillStyle = '#fff';
+      ctx.fillRect(0, y, LABEL_W - 1, r.h);
+      ctx.fillStyle = '#1d2330';
+      const name = r.counter.name;
+      ctx.fillText(name.length > 38 ? name.slice(0, 37) + '…' : name, 8, y + 12);
+      ctx.fillStyle = '#687083';
+      const v = r.counter.max;
+      ctx.fillText('max ' + (name.startsWith('memory') ? fmtBytes(v) : fmtValue(v)), 8, y + 28);
+      ctx.strokeStyle = '#eceef3';
+      ctx.beginPath(); ctx.moveTo(0, y + r.h - 0.5); ctx.lineTo(W, y + r.h - 0.5); ctx.stroke();
     } else {
       ctx.fillStyle = '#fff';
       ctx.fillRect(0, y, LABEL_W - 1, r.h);
@@ -375,6 +455,7 @@ window.addEventListener('mouseup', (ev) => {
   // A click: group/track label toggles collapse; an event selects it.
   const yy = d.y + state.scrollY;
   const r = state.layout.find((r) => yy >= r.y && yy < r.y + r.h);
+  if (r && r.kind === 'counter') return;
   if (r && (r.kind === 'group' || d.x < LABEL_W)) {
     const key = r.kind === 'group' ? r.group : 't' + r.track.id;
     if (state.collapsed.has(key)) state.collapsed.delete(key); else state.collapsed.add(key);
