@@ -810,7 +810,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         let mut ps = Vec::new();
         while let Some(x) = q.pop_front() {
             let c = flat.ctx(x);
-            if f(&c) {
+            if f(c) {
                 return Some(*c);
             }
             parents_of(flat, x, &mut ps);
