@@ -173,9 +173,18 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
     let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
     let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
-    let mut op_name_cache: HashMap<(StrId, StrId), Option<String>> = HashMap::new();
+    // HLO op_name per (module, op), as an index into `hlo_names` (computed once per op).
+    let mut op_name_cache: HashMap<(StrId, StrId), Option<u32>> = HashMap::new();
+    let mut hlo_names: Vec<String> = Vec::new();
 
-    type Key = (StrId, StrId, Option<String>);
+    /// Provenance without allocating: an interned string, or an HLO op_name by index.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    enum Prov {
+        None,
+        Str(StrId),
+        Hlo(u32),
+    }
+    type Key = (StrId, StrId, Prov);
     let mut agg: HashMap<Key, (OpMetric, Vec<StrId>)> = HashMap::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
     for (plane, line) in &lines {
@@ -202,13 +211,44 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         };
         let mut first = i64::MAX;
         let mut last = i64::MIN;
+        // The stats this layer reads, per metadata (read once) and per event (one pass each).
+        let key_list = [
+            k.flops,
+            k.bytes,
+            k.category,
+            k.program_id,
+            k.tf_op,
+            k.level0,
+            k.source,
+            k.hlo_op,
+            k.hlo_module,
+        ];
+        let read = |stats: xlens_model::Stats<'_>, into: &mut [Option<StatValue>; 9]| {
+            for st in stats.iter() {
+                if let Some(j) = key_list.iter().position(|x| *x == Some(st.key)) {
+                    into[j] = Some(st.value);
+                }
+            }
+        };
+        let md_vals: Vec<[Option<StatValue>; 9]> = plane
+            .event_metadata
+            .iter()
+            .map(|m| {
+                let mut v = [None; 9];
+                read(m.stats(), &mut v);
+                v
+            })
+            .collect();
         for (i, &self_time) in self_times.iter().enumerate() {
             let Some(md) = plane.metadata_of(line, i) else {
                 continue;
             };
-            let stats = ev.stats(i);
-            let mds = md.stats();
-            let get = |key: Option<StrId>| key.and_then(|k| stats.get(k).or_else(|| mds.get(k)));
+            let mut vals = md_vals[ev.meta(i) as usize];
+            read(ev.stats(i), &mut vals);
+            let get = |key: Option<StrId>| {
+                let j = key_list.iter().position(|x| *x == key && key.is_some())?;
+                vals[j]
+            };
             if source == Some(OpSource::HostXlaOps) && get(k.hlo_op).is_none() {
                 continue;
             }
@@ -219,25 +259,37 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
             last = last.max(ev.end(i));
             let module = str_of(p, get(k.hlo_module)).unwrap_or_default();
             // GPU annotations (`level 0`) count only when they name a TF op.
-            let mut prov: Option<String> = str_of(p, get(k.tf_op))
+            let mut prov_key = match str_of(p, get(k.tf_op))
                 .or_else(|| str_of(p, get(k.level0)).filter(|s| parse_tf_op(p.str(*s)).is_some()))
-                .map(|s| p.str(s).to_string());
-            if prov.is_none() {
+            {
+                Some(s) => Prov::Str(s),
+                None => Prov::None,
+            };
+            if prov_key == Prov::None {
                 if let (Some(idx), Some(op)) = (&hlo, str_of(p, get(k.hlo_op))) {
-                    prov = op_name_cache
-                        .entry((module, op))
-                        .or_insert_with(|| {
-                            let m = idx.find(p.str(module)).ok()?;
-                            let ins = m.instruction_by_name(p.str(op))?;
-                            let n = ins.metadata.as_ref()?.op_name.clone();
-                            (!n.is_empty()).then_some(n)
-                        })
-                        .clone();
+                    let found = *op_name_cache.entry((module, op)).or_insert_with(|| {
+                        let m = idx.find(p.str(module)).ok()?;
+                        let ins = m.instruction_by_name(p.str(op))?;
+                        let n = ins.metadata.as_ref()?.op_name.clone();
+                        if n.is_empty() {
+                            return None;
+                        }
+                        hlo_names.push(n);
+                        Some(hlo_names.len() as u32 - 1)
+                    });
+                    if let Some(h) = found {
+                        prov_key = Prov::Hlo(h);
+                    }
                 }
             }
             let dur = ev.dur(i);
-            let key = (md.name, module, prov.clone());
+            let key = (md.name, module, prov_key);
             let entry = agg.entry(key).or_insert_with(|| {
+                let prov: Option<String> = match prov_key {
+                    Prov::None => None,
+                    Prov::Str(s) => Some(p.str(s).to_string()),
+                    Prov::Hlo(h) => hlo_names.get(h as usize).cloned(),
+                };
                 let (fw_type, fw_name) = match &prov {
                     Some(s) => {
                         let (t, n) = framework_of(s);
