@@ -4,39 +4,16 @@
 // page with `module=`. Needs Debian's chromium and an xlens binary (see trace.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { artifacts, bin, fixturesLogdir, launch, noBrowser, startServer } from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const bin = process.env.XLENS_BIN || join(here, '../../target/debug/xlens');
-const browserPath = process.env.CHROMIUM || '/usr/bin/chromium';
-const artifacts = process.env.XLENS_ARTIFACTS || join(here, '../../target/browser-artifacts');
-const logdir = join(here, '../../fixtures/logdir');
 const port = 19700 + (process.pid % 1000);
 
-async function startServer() {
-  const proc = spawn(bin, ['serve', logdir, '--bind', `127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-  for (let i = 0; i < 100; i++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/api/runs`);
-      if (r.ok) return proc;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  proc.kill();
-  throw new Error('xlens serve did not start');
-}
-
-test('memory viewer: hover highlights, click pins copyable details, module selector navigates', { skip: !existsSync(browserPath) && `no browser at ${browserPath}` }, async () => {
+test('memory viewer: hover highlights, click pins copyable details, module selector navigates', { skip: noBrowser }, async () => {
   assert.ok(existsSync(bin), `build xlens first (${bin})`);
-  const server = await startServer();
-  const browser = await chromium.launch({
-    executablePath: browserPath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const server = await startServer(port, fixturesLogdir);
+  const browser = await launch();
   try {
     const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     const errors = [];
