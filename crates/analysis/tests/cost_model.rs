@@ -1,28 +1,15 @@
 //! Cost model: agreement with XLA's own per-op `flops` / `bytes_accessed` on the TPU sample, and
 //! dot / convolution FLOPs against hand-computed values on the JAX CPU samples and hand-built HLO.
 
-use std::path::{Path, PathBuf};
 use xlens_analysis::cost_model::{compare_with_xla, module_costs, xla_costs, Cost, CostModel};
 use xlens_analysis::hlo::{hlo_index, HloIndex, HloModule};
-use xlens_model::Profile;
 use xlens_proto::xla::{
     ConvolutionDimensionNumbers, HloComputationProto, HloInstructionProto, HloModuleProto,
     HloProto, PrimitiveType, ShapeProto, Window, WindowDimension,
 };
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .unwrap();
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).unwrap()
-}
+mod common;
+use common::load;
 
 fn cost_of(idx: &HloIndex, module: &str, instruction: &str) -> (String, Cost) {
     let m = idx.find(module).unwrap();

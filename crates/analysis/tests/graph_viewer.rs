@@ -1,24 +1,11 @@
 //! Graph viewer on the real fixtures: neighbourhoods, fusion bodies, search, layout and SVG.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use xlens_analysis::graph_viewer::{graph_viewer, GraphViewer};
 use xlens_analysis::tools::{run_tool_with, ToolParams};
-use xlens_model::Profile;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .unwrap();
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).unwrap()
-}
+mod common;
+use common::{load, root};
 
 fn names(g: &GraphViewer) -> Vec<&str> {
     g.nodes.iter().map(|n| n.name.as_str()).collect()

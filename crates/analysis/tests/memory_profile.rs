@@ -9,23 +9,10 @@
 //! arbitrarily (equal in every compared field) are compared as multisets.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use xlens_analysis::memory_profile::{memory_profile, AllocatorProfile, MemoryProfile};
-use xlens_model::Profile;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .unwrap();
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).unwrap()
-}
+mod common;
+use common::{load, root};
 
 fn expected(run: &str) -> Value {
     let f = root()

@@ -11,14 +11,13 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use xlens_analysis::hlo::{hlo_index, HloModule};
 use xlens_analysis::memory_viewer::{
     memory_viewer_of, module_memory, replay, ModuleMemory, TraceBuffer, SMALL_BUFFER_BYTES,
 };
 use xlens_analysis::tools::{run_tool_with, ToolParams};
-use xlens_model::Profile;
 use xlens_proto::xla::buffer_allocation_proto::Assigned;
 use xlens_proto::xla::heap_simulator_trace::event::Kind;
 use xlens_proto::xla::heap_simulator_trace::Event;
@@ -29,11 +28,10 @@ use xlens_proto::xla::{
     PrimitiveType, ShapeProto,
 };
 
-const MIB: f64 = (1u64 << 20) as f64;
+mod common;
+use common::{load, root};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+const MIB: f64 = (1u64 << 20) as f64;
 
 fn mib_to_bytes(v: &Value) -> i64 {
     let mib = v.as_f64().unwrap_or(0.0);
@@ -43,16 +41,6 @@ fn mib_to_bytes(v: &Value) -> i64 {
         "{mib} MiB is not whole bytes"
     );
     bytes.round() as i64
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .unwrap();
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).unwrap()
 }
 
 /// Compares one module with XProf's expectation.

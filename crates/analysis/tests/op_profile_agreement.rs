@@ -14,25 +14,11 @@
 //!   host threads and the cost model, with peaks given by the user (or measured, labelled).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use xlens_analysis::op_profile::{host_op_profile, CostSource, OpRow};
 use xlens_analysis::peaks::UserPeaks;
-use xlens_model::Profile;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .expect("xplane file");
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).expect("load")
-}
+mod common;
+use common::{load, root};
 
 fn expected(run: &str) -> Value {
     let f = root().join(format!("fixtures/expected/xprof/op_profile/{run}.json"));

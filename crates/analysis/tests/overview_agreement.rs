@@ -16,9 +16,11 @@
 //!   not reproduced exactly yet; the TF/JAX CPU fixtures match).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use xlens_analysis::step_db::step_db;
 use xlens_model::Profile;
+
+mod common;
+use common::{load, root};
 
 const RUNS: &[&str] = &[
     "jax_mlp_small",
@@ -28,21 +30,6 @@ const RUNS: &[&str] = &[
     "tpu_inference",
     "gpu_multi_worker",
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(run: &str) -> Profile {
-    let dir = root().join("fixtures/logdir/plugins/profile").join(run);
-    let file = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
-        .expect("xplane file");
-    xlens_analysis::load::load_path(&file, xlens_store::Format::XSpace).expect("load")
-}
 
 fn expected(run: &str) -> Value {
     let f = root().join(format!("fixtures/expected/xprof/overview/{run}.json"));
