@@ -606,7 +606,8 @@ fn layout(nodes: &mut [GraphNode], edges: &[GraphEdge], skip: &HashSet<i64>) {
     }
 }
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML/SVG element content and attribute values (also used by the server).
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

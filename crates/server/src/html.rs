@@ -6,21 +6,8 @@ use xlens_analysis::report::fmt_ps;
 use xlens_analysis::tools::{self, ToolOutput};
 use xlens_store::Session;
 
-/// Escapes text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+/// Escapes text for HTML element content and attribute values (the SVG views share it).
+pub use xlens_analysis::graph_viewer::esc;
 
 /// Percent-encodes a query-string value.
 pub fn url_enc(s: &str) -> String {

@@ -1,32 +1,10 @@
 //! The web capture: `/capture` form, `POST /api/capture`, progress at `/api/capture/{id}`, the
 //! new session then listed and opened. The peer is a Rust program served by xlens-profiler.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let code = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|x| x.1.to_string())
-        .unwrap_or_default();
-    (code, body)
-}
-
-fn json(body: &str) -> serde_json::Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
+mod common;
+use common::{json, request};
 
 fn start_xlens(logdir: std::path::PathBuf) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -1,9 +1,10 @@
 //! The server over real fixtures plus a corrupt run: the corrupt run shows its error, the others
 //! keep working, and every route answers.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+
+mod common;
+use common::{get, json};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir/plugins/profile")
@@ -28,41 +29,6 @@ fn make_logdir() -> PathBuf {
     dir
 }
 
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let code = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|x| x.1.to_string())
-        .unwrap_or_default();
-    (code, body)
-}
-
-/// Undoes chunked transfer encoding if present (axum streams large bodies in chunks).
-fn body_json(body: &str) -> serde_json::Value {
-    serde_json::from_str(body).unwrap_or_else(|_| {
-        let mut out = String::new();
-        let mut rest = body;
-        while let Some((len, tail)) = rest.split_once("\r\n") {
-            let n = usize::from_str_radix(len.trim(), 16).unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            out.push_str(&tail[..n]);
-            rest = &tail[n + 2..];
-        }
-        serde_json::from_str(&out).unwrap()
-    })
-}
-
 #[test]
 fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     let logdir = make_logdir();
@@ -76,7 +42,7 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
 
     let (code, body) = get(&addr, "/api/runs");
     assert_eq!(code, 200, "{body}");
-    let runs = body_json(&body);
+    let runs = json(&body);
     let names: Vec<&str> = runs
         .as_array()
         .unwrap()
@@ -96,7 +62,7 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     // The corrupt run: a 200 with the error naming the file and the byte offset.
     let (code, body) = get(&addr, "/api/tool/report?run=broken");
     assert_eq!(code, 200, "{body}");
-    let r = body_json(&body);
+    let r = json(&body);
     let err = r["sessions"][0]["hosts"][0]["error"].as_str().unwrap();
     assert!(
         err.contains("host1.xplane.pb") && err.contains("at byte"),
@@ -107,7 +73,7 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     for _ in 0..2 {
         let (code, body) = get(&addr, "/api/tool/report?run=tpu_inference");
         assert_eq!(code, 200);
-        let r = body_json(&body);
+        let r = json(&body);
         let h = &r["sessions"][0]["hosts"][0];
         assert!(h["error"].is_null(), "{h}");
         assert_eq!(h["device"]["kind"], "TPU");
@@ -115,10 +81,7 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     }
     let (code, body) = get(&addr, "/api/tool/report?run=jax_mlp_small&host=vm");
     assert_eq!(code, 200);
-    assert_eq!(
-        body_json(&body)["sessions"][0]["hosts"][0]["steps"]["count"],
-        10
-    );
+    assert_eq!(json(&body)["sessions"][0]["hosts"][0]["steps"]["count"], 10);
 
     // CSV and errors for unknown things.
     let (code, body) = get(&addr, "/api/tool/report?run=jax_mlp_small&format=csv");

@@ -3,27 +3,13 @@
 //! bars, the details panel and its data, the table, the headroom line; `module=` reaches the tool
 //! from the page and from `/api/tool`; `/static/memory.js` is served.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+
+mod common;
+use common::get;
 
 fn logdir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir")
-}
-
-/// HTTP/1.0, so that the body is never chunked.
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let code = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|x| x.1.to_string())
-        .unwrap_or_default();
-    (code, body)
 }
 
 fn serve() -> (tokio::runtime::Runtime, String) {
