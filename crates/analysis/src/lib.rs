@@ -18,6 +18,7 @@
 pub mod cost_model;
 pub mod device;
 pub mod framework_op_stats;
+mod fx;
 pub mod graph_viewer;
 pub mod hlo;
 pub mod hlo_stats;

@@ -15,6 +15,7 @@
 //! * **IDLE**: per thread (host) or device, the time from the first op's start to the last op's end
 //!   not covered by op self time, summed.
 
+use crate::fx::FxMap;
 use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StatValue, StrId};
@@ -144,49 +145,87 @@ fn str_of(p: &Profile, v: Option<StatValue>) -> Option<StrId> {
         .filter(|s| !p.str(*s).is_empty())
 }
 
+// Positions of the stats this layer reads in a per-event value array.
+const F_FLOPS: usize = 0;
+const F_BYTES: usize = 1;
+const F_CATEGORY: usize = 2;
+const F_PROGRAM: usize = 3;
+const F_TF_OP: usize = 4;
+const F_LEVEL0: usize = 5;
+const F_SOURCE: usize = 6;
+const F_HLO_OP: usize = 7;
+const F_MODULE: usize = 8;
+const N_FIELDS: usize = 9;
+type Vals = [Option<StatValue>; N_FIELDS];
+
+/// The stat keys this layer reads: a table from interned key to field + 1 (0: not read).
 struct Keys {
-    flops: Option<StrId>,
-    bytes: Option<StrId>,
-    category: Option<StrId>,
-    program_id: Option<StrId>,
+    slots: Vec<u8>,
     tf_op: Option<StrId>,
     level0: Option<StrId>,
-    source: Option<StrId>,
-    hlo_op: Option<StrId>,
-    hlo_module: Option<StrId>,
+}
+
+impl Keys {
+    fn new(p: &Profile) -> Keys {
+        let mut slots = vec![0u8; p.strings.len()];
+        for (name, f) in [
+            ("flops", F_FLOPS),
+            ("bytes_accessed", F_BYTES),
+            ("hlo_category", F_CATEGORY),
+            ("program_id", F_PROGRAM),
+            ("tf_op", F_TF_OP),
+            ("level 0", F_LEVEL0),
+            ("source", F_SOURCE),
+            ("hlo_op", F_HLO_OP),
+            ("hlo_module", F_MODULE),
+        ] {
+            if let Some(slot) = p.key(name).and_then(|k| slots.get_mut(k.0 as usize)) {
+                *slot = f as u8 + 1;
+            }
+        }
+        Keys {
+            slots,
+            tf_op: p.key("tf_op"),
+            level0: p.key("level 0"),
+        }
+    }
+    #[inline(always)]
+    fn read(&self, stats: xlens_model::Stats<'_>, into: &mut Vals) {
+        for st in stats.iter() {
+            let f = self.slots.get(st.key.0 as usize).copied().unwrap_or(0);
+            if f != 0 {
+                into[f as usize - 1] = Some(st.value);
+            }
+        }
+    }
+}
+
+/// Provenance without allocating: an interned string, or an HLO op_name by index.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Prov {
+    None,
+    Str(StrId),
+    Hlo(u32),
 }
 
 /// Builds the op-metrics database of one host.
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     let (source, lines) = op_lines(p);
-    let k = Keys {
-        flops: p.key("flops"),
-        bytes: p.key("bytes_accessed"),
-        category: p.key("hlo_category"),
-        program_id: p.key("program_id"),
-        tf_op: p.key("tf_op"),
-        level0: p.key("level 0"),
-        source: p.key("source"),
-        hlo_op: p.key("hlo_op"),
-        hlo_module: p.key("hlo_module"),
-    };
+    let k = Keys::new(p);
     // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
     let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
     let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
     // HLO op_name per (module, op), as an index into `hlo_names` (computed once per op).
-    let mut op_name_cache: HashMap<(StrId, StrId), Option<u32>> = HashMap::new();
+    let mut op_name_cache: FxMap<(StrId, StrId), Option<u32>> = FxMap::default();
     let mut hlo_names: Vec<String> = Vec::new();
 
-    /// Provenance without allocating: an interned string, or an HLO op_name by index.
-    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-    enum Prov {
-        None,
-        Str(StrId),
-        Hlo(u32),
-    }
     type Key = (StrId, StrId, Prov);
-    let mut agg: HashMap<Key, (OpMetric, Vec<StrId>)> = HashMap::new();
+    type RawKey = (StrId, StrId, StrId, StrId, StrId);
+    let mut index: FxMap<Key, u32> = FxMap::default();
+    let mut raw_index: FxMap<RawKey, u32> = FxMap::default();
+    let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
+    let mut md_vals: (*const Plane, Vec<(bool, Vals)>) = (std::ptr::null(), Vec::new());
     for (plane, line) in &lines {
         let (plane, line): (&Plane, &Line) = (plane, line);
         let ev = &line.events;
@@ -211,126 +250,87 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         };
         let mut first = i64::MAX;
         let mut last = i64::MIN;
-        // The stats this layer reads, per metadata (read once) and per event (one pass each).
-        let key_list = [
-            k.flops,
-            k.bytes,
-            k.category,
-            k.program_id,
-            k.tf_op,
-            k.level0,
-            k.source,
-            k.hlo_op,
-            k.hlo_module,
-        ];
-        let read = |stats: xlens_model::Stats<'_>, into: &mut [Option<StatValue>; 9]| {
-            for st in stats.iter() {
-                if let Some(j) = key_list.iter().position(|x| *x == Some(st.key)) {
-                    into[j] = Some(st.value);
-                }
-            }
-        };
-        let md_vals: Vec<[Option<StatValue>; 9]> = plane
-            .event_metadata
-            .iter()
-            .map(|m| {
-                let mut v = [None; 9];
-                read(m.stats(), &mut v);
-                v
-            })
-            .collect();
+        // The stats this layer reads, per metadata (once per plane) and per event.
+        if !std::ptr::eq(md_vals.0, plane) {
+            md_vals = (
+                plane,
+                plane
+                    .event_metadata
+                    .iter()
+                    .map(|m| {
+                        let mut v = [None; N_FIELDS];
+                        k.read(m.stats(), &mut v);
+                        (v.iter().any(|x| x.is_some()), v)
+                    })
+                    .collect(),
+            );
+        }
+        let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
+        let mut last_raw: Option<(RawKey, u32)> = None;
         for (i, &self_time) in self_times.iter().enumerate() {
-            let Some(md) = plane.metadata_of(line, i) else {
+            let Some(md) = plane.event_metadata.get(metas[i] as usize) else {
                 continue;
             };
-            let mut vals = md_vals[ev.meta(i) as usize];
-            read(ev.stats(i), &mut vals);
-            let get = |key: Option<StrId>| {
-                let j = key_list.iter().position(|x| *x == key && key.is_some())?;
-                vals[j]
-            };
-            if source == Some(OpSource::HostXlaOps) && get(k.hlo_op).is_none() {
+            let (md_any, ref mdv) = md_vals.1[metas[i] as usize];
+            let mut vals: Vals = if md_any { *mdv } else { [None; N_FIELDS] };
+            k.read(ev.stats(i), &mut vals);
+            if source == Some(OpSource::HostXlaOps) && vals[F_HLO_OP].is_none() {
                 continue;
             }
             if source == Some(OpSource::HostFrameworkOps) && parse_tf_op(p.str(md.name)).is_none() {
                 continue;
             }
-            first = first.min(ev.start(i));
-            last = last.max(ev.end(i));
-            let module = str_of(p, get(k.hlo_module)).unwrap_or_default();
-            // GPU annotations (`level 0`) count only when they name a TF op.
-            let mut prov_key = match str_of(p, get(k.tf_op))
-                .or_else(|| str_of(p, get(k.level0)).filter(|s| parse_tf_op(p.str(*s)).is_some()))
-            {
-                Some(s) => Prov::Str(s),
-                None => Prov::None,
-            };
-            if prov_key == Prov::None {
-                if let (Some(idx), Some(op)) = (&hlo, str_of(p, get(k.hlo_op))) {
-                    let found = *op_name_cache.entry((module, op)).or_insert_with(|| {
-                        let m = idx.find(p.str(module)).ok()?;
-                        let ins = m.instruction_by_name(p.str(op))?;
-                        let n = ins.metadata.as_ref()?.op_name.clone();
-                        if n.is_empty() {
-                            return None;
+            let dur = durs[i];
+            first = first.min(starts[i]);
+            last = last.max(starts[i].saturating_add(dur));
+            // The stats that decide which op this is, as interned ids: one map lookup per event
+            // (none when it repeats the previous event's), the op's key derived once.
+            let sid = |f: usize| vals[f].and_then(|v| v.as_str_id()).unwrap_or_default();
+            let raw = (
+                md.name,
+                sid(F_MODULE),
+                sid(F_TF_OP),
+                sid(F_LEVEL0),
+                sid(F_HLO_OP),
+            );
+            let slot = match last_raw {
+                Some((lk, at)) if lk == raw => at,
+                _ => {
+                    let at = match raw_index.get(&raw) {
+                        Some(&at) => at,
+                        None => {
+                            let module = str_of(p, vals[F_MODULE]).unwrap_or_default();
+                            let prov_key = provenance(
+                                p,
+                                &vals,
+                                module,
+                                hlo.as_ref(),
+                                &mut op_name_cache,
+                                &mut hlo_names,
+                            );
+                            let key = (md.name, module, prov_key);
+                            let at = *index.entry(key).or_insert_with(|| {
+                                agg.push((
+                                    new_metric(p, md, module, prov_key, &hlo_names, &vals),
+                                    Vec::new(),
+                                ));
+                                agg.len() as u32 - 1
+                            });
+                            raw_index.insert(raw, at);
+                            at
                         }
-                        hlo_names.push(n);
-                        Some(hlo_names.len() as u32 - 1)
-                    });
-                    if let Some(h) = found {
-                        prov_key = Prov::Hlo(h);
-                    }
+                    };
+                    last_raw = Some((raw, at));
+                    at
                 }
-            }
-            let dur = ev.dur(i);
-            let key = (md.name, module, prov_key);
-            let entry = agg.entry(key).or_insert_with(|| {
-                let prov: Option<String> = match prov_key {
-                    Prov::None => None,
-                    Prov::Str(s) => Some(p.str(s).to_string()),
-                    Prov::Hlo(h) => hlo_names.get(h as usize).cloned(),
-                };
-                let (fw_type, fw_name) = match &prov {
-                    Some(s) => {
-                        let (t, n) = framework_of(s);
-                        (t, Some(n))
-                    }
-                    None => ("Unknown".to_string(), None),
-                };
-                let program_id = get(k.program_id).and_then(|v| match v {
-                    StatValue::U64(u) => Some(u),
-                    StatValue::I64(i) => Some(i as u64),
-                    _ => None,
-                });
-                let name_id = op_name(p, md);
-                (
-                    OpMetric {
-                        name: p.str(name_id).to_string(),
-                        long_name: (name_id != md.name).then(|| p.str(md.name).to_string()),
-                        module: (module != StrId::EMPTY).then(|| p.str(module).to_string()),
-                        program_id,
-                        category: str_of(p, get(k.category)).map(|s| p.str(s).to_string()),
-                        source: str_of(p, get(k.source)).map(|s| p.str(s).to_string()),
-                        framework_op: fw_name,
-                        framework_type: fw_type,
-                        devices: 0,
-                        occurrences: 0,
-                        total_time_ps: 0,
-                        self_time_ps: 0,
-                        min_time_ps: i64::MAX,
-                        flops: 0.0,
-                        bytes_accessed: 0.0,
-                    },
-                    Vec::new(),
-                )
-            });
-            let (m, devs) = entry;
+            };
+            let (m, devs) = &mut agg[slot as usize];
             m.occurrences += 1;
             m.total_time_ps += dur;
             m.self_time_ps += self_time;
             m.min_time_ps = m.min_time_ps.min(dur);
-            m.flops += get(k.flops).and_then(|v| v.as_f64()).unwrap_or(0.0);
-            m.bytes_accessed += get(k.bytes).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            m.flops += vals[F_FLOPS].and_then(|v| v.as_f64()).unwrap_or(0.0);
+            m.bytes_accessed += vals[F_BYTES].and_then(|v| v.as_f64()).unwrap_or(0.0);
             if !devs.contains(&plane.name) {
                 devs.push(plane.name);
             }
@@ -346,7 +346,7 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         d.idle_ps = (d.span_ps - d.busy_ps).max(0);
     }
     let mut ops: Vec<OpMetric> = agg
-        .into_values()
+        .into_iter()
         .map(|(mut m, devs)| {
             m.devices = devs.len();
             if m.min_time_ps == i64::MAX {
@@ -355,10 +355,15 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
             m
         })
         .collect();
+    // Ties broken by name, then by what else tells ops apart, so the order never depends on the
+    // order of first appearance.
     ops.sort_by(|a, b| {
         b.self_time_ps
             .cmp(&a.self_time_ps)
             .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.module.cmp(&b.module))
+            .then_with(|| a.framework_op.cmp(&b.framework_op))
+            .then_with(|| a.long_name.cmp(&b.long_name))
     });
     OpMetricsDb {
         source,
@@ -369,6 +374,84 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         total_bytes_accessed: ops.iter().map(|o| o.bytes_accessed).sum(),
         ops,
         devices,
+    }
+}
+
+/// Framework provenance of an op: `tf_op`, a GPU `level 0` annotation naming a TF op, else the
+/// HLO instruction's `op_name` (the JAX name-scope path), else none.
+fn provenance(
+    p: &Profile,
+    vals: &Vals,
+    module: StrId,
+    hlo: Option<&HloIndex>,
+    cache: &mut FxMap<(StrId, StrId), Option<u32>>,
+    hlo_names: &mut Vec<String>,
+) -> Prov {
+    // GPU annotations (`level 0`) count only when they name a TF op.
+    if let Some(s) = str_of(p, vals[F_TF_OP])
+        .or_else(|| str_of(p, vals[F_LEVEL0]).filter(|s| parse_tf_op(p.str(*s)).is_some()))
+    {
+        return Prov::Str(s);
+    }
+    let (Some(idx), Some(op)) = (hlo, str_of(p, vals[F_HLO_OP])) else {
+        return Prov::None;
+    };
+    let found = *cache.entry((module, op)).or_insert_with(|| {
+        let m = idx.find(p.str(module)).ok()?;
+        let ins = m.instruction_by_name(p.str(op))?;
+        let n = ins.metadata.as_ref()?.op_name.clone();
+        if n.is_empty() {
+            return None;
+        }
+        hlo_names.push(n);
+        Some(hlo_names.len() as u32 - 1)
+    });
+    found.map_or(Prov::None, Prov::Hlo)
+}
+
+/// A new, empty metric for op `md` (its first occurrence's stats give program, category, source).
+fn new_metric(
+    p: &Profile,
+    md: &xlens_model::EventMetadata,
+    module: StrId,
+    prov_key: Prov,
+    hlo_names: &[String],
+    vals: &Vals,
+) -> OpMetric {
+    let prov: Option<String> = match prov_key {
+        Prov::None => None,
+        Prov::Str(s) => Some(p.str(s).to_string()),
+        Prov::Hlo(h) => hlo_names.get(h as usize).cloned(),
+    };
+    let (fw_type, fw_name) = match &prov {
+        Some(s) => {
+            let (t, n) = framework_of(s);
+            (t, Some(n))
+        }
+        None => ("Unknown".to_string(), None),
+    };
+    let program_id = vals[F_PROGRAM].and_then(|v| match v {
+        StatValue::U64(u) => Some(u),
+        StatValue::I64(i) => Some(i as u64),
+        _ => None,
+    });
+    let name_id = op_name(p, md);
+    OpMetric {
+        name: p.str(name_id).to_string(),
+        long_name: (name_id != md.name).then(|| p.str(md.name).to_string()),
+        module: (module != StrId::EMPTY).then(|| p.str(module).to_string()),
+        program_id,
+        category: str_of(p, vals[F_CATEGORY]).map(|s| p.str(s).to_string()),
+        source: str_of(p, vals[F_SOURCE]).map(|s| p.str(s).to_string()),
+        framework_op: fw_name,
+        framework_type: fw_type,
+        devices: 0,
+        occurrences: 0,
+        total_time_ps: 0,
+        self_time_ps: 0,
+        min_time_ps: i64::MAX,
+        flops: 0.0,
+        bytes_accessed: 0.0,
     }
 }
 

@@ -18,40 +18,12 @@
 
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::hash::{BuildHasherDefault, Hasher};
-use xlens_model::{Plane, Profile, StatValue, StrId};
+use xlens_model::{Profile, StatValue, StrId};
 
 use crate::device::{device_planes, DeviceKind};
 
-/// A small, fast hasher for integer keys (FxHash).
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fx>>;
-type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fx>>;
+type HashMap<K, V> = crate::fx::FxMap<K, V>;
+type HashSet<K> = crate::fx::FxSet<K>;
 
 /// XProf's event types (`xprof/utils/event_span.h`); the value is the priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -281,61 +253,78 @@ fn as_u64(v: StatValue) -> Option<u64> {
     }
 }
 
-/// Stat keys the grouping reads (interned ids; `None` when no event has the stat).
+// What a stat key means to grouping (`Keys::slots`); 0: nothing.
+const S_R: u8 = 1;
+const S_A: u8 = 2;
+const S_CORR: u8 = 3;
+const S_ID: u8 = 4;
+const S_ITER: u8 = 5;
+const S_STEP: u8 = 6;
+const S_GRAPH: u8 = 7;
+const S_GROUP: u8 = 8;
+const S_STEP_NAME: u8 = 9;
+const S_IPL: u8 = 10;
+const S_SHAPE: u8 = 11;
+/// Slots from here on are flow ids, kept out of [`Ctx`] (most events of a JAX or TF profile have
+/// them, few have anything else).
+const S_FLOW: u8 = 12;
+const S_P: u8 = 12;
+const S_PT: u8 = 13;
+const S_C: u8 = 14;
+const S_CT: u8 = 15;
+const S_PID: u8 = 16;
+
+/// Stat keys the grouping reads, as a table from interned key to slot (one load per stat).
 struct Keys {
-    r: Option<StrId>,
-    p: Option<StrId>,
-    pt: Option<StrId>,
-    c: Option<StrId>,
-    ct: Option<StrId>,
-    pid: Option<StrId>,
-    a: Option<StrId>,
-    corr: Option<StrId>,
-    id: Option<StrId>,
-    iter_num: Option<StrId>,
-    step_num: Option<StrId>,
-    graph_type: Option<StrId>,
+    slots: Vec<u8>,
     group_id: Option<StrId>,
-    step_name: Option<StrId>,
-    ipl_stage: Option<StrId>,
-    shape: Option<StrId>,
     process_id: Option<StrId>,
 }
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
+        let mut slots = vec![0u8; p.strings.len()];
+        for (name, slot) in [
+            ("_r", S_R),
+            ("_a", S_A),
+            ("correlation_id", S_CORR),
+            ("id", S_ID),
+            ("iter_num", S_ITER),
+            ("step_num", S_STEP),
+            ("graph_type", S_GRAPH),
+            ("group_id", S_GROUP),
+            ("step_name", S_STEP_NAME),
+            ("_ipl_stage_name", S_IPL),
+            ("shape", S_SHAPE),
+            ("_p", S_P),
+            ("_pt", S_PT),
+            ("_c", S_C),
+            ("_ct", S_CT),
+            ("_pid", S_PID),
+        ] {
+            if let Some(k) = p.key(name) {
+                if let Some(s) = slots.get_mut(k.0 as usize) {
+                    *s = slot;
+                }
+            }
+        }
         Keys {
-            r: p.key("_r"),
-            p: p.key("_p"),
-            pt: p.key("_pt"),
-            c: p.key("_c"),
-            ct: p.key("_ct"),
-            pid: p.key("_pid"),
-            a: p.key("_a"),
-            corr: p.key("correlation_id"),
-            id: p.key("id"),
-            iter_num: p.key("iter_num"),
-            step_num: p.key("step_num"),
-            graph_type: p.key("graph_type"),
+            slots,
             group_id: p.key("group_id"),
-            step_name: p.key("step_name"),
-            ipl_stage: p.key("_ipl_stage_name"),
-            shape: p.key("shape"),
             process_id: p.key("process_id"),
         }
     }
+    #[inline(always)]
+    fn slot(&self, key: StrId) -> u8 {
+        self.slots.get(key.0 as usize).copied().unwrap_or(0)
+    }
 }
 
-/// The stats of one event that grouping and classification read (metadata stats, overridden by
-/// the event's own).
+/// The stats (other than flow ids) of one event that grouping and classification read: metadata
+/// stats, overridden by the event's own. Kept only for the events that have any.
 #[derive(Debug, Clone, Copy, Default)]
 struct Ctx {
     r: Option<i64>,
-    p: Option<u64>,
-    pt: Option<u64>,
-    c: Option<u64>,
-    ct: Option<u64>,
-    pid: Option<u64>,
     a: bool,
     corr: Option<u64>,
     id: Option<u64>,
@@ -352,11 +341,6 @@ struct Ctx {
 impl Ctx {
     const EMPTY: Ctx = Ctx {
         r: None,
-        p: None,
-        pt: None,
-        c: None,
-        ct: None,
-        pid: None,
         a: false,
         corr: None,
         id: None,
@@ -371,62 +355,96 @@ impl Ctx {
     };
 }
 
-fn read_ctx(k: &Keys, stats: xlens_model::Stats<'_>, c: &mut Ctx) {
-    for s in stats.iter() {
-        let key = Some(s.key);
-        let v = s.value;
-        if key == k.r {
-            c.r = v.as_i64();
-        } else if key == k.p {
-            c.p = as_u64(v);
-        } else if key == k.pt {
-            c.pt = as_u64(v);
-        } else if key == k.c {
-            c.c = as_u64(v);
-        } else if key == k.ct {
-            c.ct = as_u64(v);
-        } else if key == k.pid {
-            c.pid = as_u64(v);
-        } else if key == k.a {
-            c.a = v.as_i64().unwrap_or(0) != 0;
-        } else if key == k.corr {
-            c.corr = as_u64(v);
-        } else if key == k.id {
-            c.id = as_u64(v);
-        } else if key == k.iter_num {
-            c.iter_num = v.as_i64();
-        } else if key == k.step_num {
-            c.step_num = v.as_i64();
-        } else if key == k.graph_type {
-            c.graph_type = Some(v);
-        } else if key == k.group_id {
-            c.group_id = v.as_i64();
-        } else if key == k.step_name {
-            c.step_name = v.as_str_id();
-        } else if key == k.ipl_stage {
-            c.ipl_stage = v.as_str_id().is_some();
-        } else if key == k.shape {
-            c.shape = v.as_str_id();
-        } else {
-            continue;
+/// Flow ids of one event (`_p`/`_pt`/`_c`/`_ct`/`_pid`); bit `slot - S_FLOW` of `set` says
+/// which are present.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flow {
+    v: [u64; 5],
+    set: u8,
+}
+
+impl Flow {
+    #[inline(always)]
+    fn put(&mut self, slot: u8, v: Option<u64>) {
+        let b = slot - S_FLOW;
+        match v {
+            Some(x) => {
+                self.v[b as usize] = x;
+                self.set |= 1 << b;
+            }
+            None => self.set &= !(1 << b),
         }
-        c.any = true;
+    }
+    #[inline(always)]
+    fn get(&self, slot: u8) -> Option<u64> {
+        let b = slot - S_FLOW;
+        (self.set & (1 << b) != 0).then(|| self.v[b as usize])
     }
 }
 
-/// A flat index of the events that take part in grouping.
+/// Reads the flow ids of `stats` into `f`; returns whether any other stat grouping reads is there.
+#[inline(always)]
+fn scan_stats(k: &Keys, stats: xlens_model::Stats<'_>, f: &mut Flow) -> bool {
+    let mut rare = false;
+    for s in stats.iter() {
+        match k.slot(s.key) {
+            0 => {}
+            slot if slot >= S_FLOW => f.put(slot, as_u64(s.value)),
+            _ => rare = true,
+        }
+    }
+    rare
+}
+
+/// Reads the non-flow stats grouping needs into `c` (overriding what is there).
+fn read_ctx(k: &Keys, stats: xlens_model::Stats<'_>, c: &mut Ctx) {
+    for s in stats.iter() {
+        let slot = k.slot(s.key);
+        if slot == 0 || slot >= S_FLOW {
+            continue;
+        }
+        let v = s.value;
+        c.any = true;
+        match slot {
+            S_R => c.r = v.as_i64(),
+            S_A => c.a = v.as_i64().unwrap_or(0) != 0,
+            S_CORR => c.corr = as_u64(v),
+            S_ID => c.id = as_u64(v),
+            S_ITER => c.iter_num = v.as_i64(),
+            S_STEP => c.step_num = v.as_i64(),
+            S_GRAPH => c.graph_type = Some(v),
+            S_GROUP => c.group_id = v.as_i64(),
+            S_STEP_NAME => c.step_name = v.as_str_id(),
+            S_IPL => c.ipl_stage = v.as_str_id().is_some(),
+            _ => c.shape = v.as_str_id(),
+        }
+    }
+}
+
+/// Flow key: (type, id, process id).
+type FlowKey = (u64, u64, u64);
+
+/// A flat index of the events that take part in grouping (every event of every non-TPU plane,
+/// numbered line after line).
 struct Flat<'a> {
     p: &'a Profile,
     /// (plane index, line index, first global id) per line.
     lines: Vec<(usize, usize, u32)>,
     n: usize,
-    /// Stats of events that have any relevant stat: `ctx_idx[g]` indexes `ctxs` (NONE: no stat).
+    /// `ctx_idx[g]` indexes `ctxs` (NONE: the event has no stat besides flow ids).
     ctx_idx: Vec<u32>,
     ctxs: Vec<(u32, Ctx)>,
-    /// Per-event visit stamp for breadth-first searches.
-    stamp: Vec<u32>,
+    /// Flow producers and consumers: (key, event).
+    prods: Vec<(FlowKey, u32)>,
+    cons: Vec<(FlowKey, u32)>,
+    /// The enclosing event on the same line (NONE: none, or an async event).
     nest_parent: Vec<u32>,
-    group: Vec<i64>,
+    /// The last event of the line nested (at any depth) in this one; descendants are exactly the
+    /// non-async events up to it.
+    last_desc: Vec<u32>,
+    /// Dense group index per event (NONE: no group) and the group id of each index.
+    group: Vec<u32>,
+    group_ids: Vec<i64>,
 }
 
 impl<'a> Flat<'a> {
@@ -443,6 +461,10 @@ impl<'a> Flat<'a> {
             .map(|m| self.p.str(m.name))
             .unwrap_or("")
     }
+    fn start(&self, g: u32) -> i64 {
+        let (pl, li, i) = self.locate(g);
+        self.p.planes[pl].lines[li].events.start(i)
+    }
     fn ctx(&self, g: u32) -> &Ctx {
         static NO_CTX: Ctx = Ctx::EMPTY;
         self.get_ctx(g).unwrap_or(&NO_CTX)
@@ -453,18 +475,13 @@ impl<'a> Flat<'a> {
             _ => None,
         }
     }
-}
-
-fn metadata_ctx(k: &Keys, plane: &Plane) -> Vec<Ctx> {
-    plane
-        .event_metadata
-        .iter()
-        .map(|m| {
-            let mut c = Ctx::default();
-            read_ctx(k, m.stats(), &mut c);
-            c
-        })
-        .collect()
+    /// The group id of event `g`, if grouped.
+    fn group_id(&self, g: u32) -> Option<i64> {
+        match self.group[g as usize] {
+            NONE => None,
+            d => self.group_ids.get(d as usize).copied(),
+        }
+    }
 }
 
 fn is_explicit_marker(name: &str) -> bool {
@@ -484,10 +501,10 @@ fn memcpy_kind(name: &str) -> Option<&'static str> {
     if name.contains(':') {
         return None;
     }
-    let u = name.get(..10).unwrap_or(name).to_ascii_uppercase();
+    let head = name.as_bytes().get(..10).unwrap_or(name.as_bytes());
     ["MEMCPYHTOD", "MEMCPYDTOH", "MEMCPYDTOD", "MEMCPYHTOH"]
         .into_iter()
-        .find(|k| u.starts_with(k))
+        .find(|k| head.len() >= k.len() && head[..k.len()].eq_ignore_ascii_case(k.as_bytes()))
 }
 
 fn classify_cpu(name: &str, root_stage: bool) -> EventType {
@@ -532,7 +549,8 @@ fn classify_gpu(name: &str, shape: Option<&str>) -> EventType {
     }
 }
 
-/// Builds the flat event index over all non-TPU planes, with per-line nesting parents.
+/// Builds the flat event index over all non-TPU planes: non-flow stats of the events that have
+/// any, flow producers/consumers, and per-line nesting.
 fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
     let mut lines = Vec::new();
     let mut n: u32 = 0;
@@ -554,38 +572,72 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
         n: n as usize,
         ctx_idx: vec![NONE; n as usize],
         ctxs: Vec::new(),
-        stamp: vec![0; n as usize],
+        prods: Vec::new(),
+        cons: Vec::new(),
         nest_parent: vec![NONE; n as usize],
-        group: vec![-1; n as usize],
+        last_desc: (0..n).collect(),
+        group: vec![NONE; n as usize],
+        group_ids: Vec::new(),
     };
     let mut stack: Vec<u32> = Vec::new();
-    let mut md_cache: (usize, Vec<Ctx>) = (usize::MAX, Vec::new());
+    // Per metadata of the current plane: (has non-flow stats, ctx, flow).
+    let mut md: (usize, Vec<(bool, Ctx, Flow)>) = (usize::MAX, Vec::new());
+    let mut plane_pid = 0u64;
     for li in 0..flat.lines.len() {
         let (pi, lj, base) = flat.lines[li];
         let plane = &p.planes[pi];
         let line = &plane.lines[lj];
-        if md_cache.0 != pi {
-            md_cache = (pi, metadata_ctx(k, plane));
+        if md.0 != pi {
+            let v = plane
+                .event_metadata
+                .iter()
+                .map(|m| {
+                    let (mut c, mut f) = (Ctx::default(), Flow::default());
+                    let rare = scan_stats(k, m.stats(), &mut f);
+                    read_ctx(k, m.stats(), &mut c);
+                    (rare, c, f)
+                })
+                .collect();
+            md = (pi, v);
+            plane_pid = k
+                .process_id
+                .and_then(|key| plane.stats().get(key))
+                .and_then(as_u64)
+                .unwrap_or(0);
         }
-        let md_ctx = &md_cache.1;
         let ev = &line.events;
+        let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
         stack.clear();
         for i in 0..ev.len() {
             let g = base + i as u32;
-            let mut c = md_ctx.get(ev.meta(i) as usize).copied().unwrap_or_default();
-            read_ctx(k, ev.stats(i), &mut c);
-            let is_async = c.a;
-            if c.any {
+            let mdv = md.1.get(metas[i] as usize);
+            let mut f = mdv.map(|x| x.2).unwrap_or_default();
+            let rare = scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0);
+            let mut is_async = false;
+            if rare {
+                // The event's own stats override its metadata's.
+                let mut c = mdv.map(|x| x.1).unwrap_or_default();
+                read_ctx(k, ev.stats(i), &mut c);
+                is_async = c.a;
                 flat.ctx_idx[g as usize] = flat.ctxs.len() as u32;
                 flat.ctxs.push((g, c));
+            }
+            if f.set != 0 {
+                let pid = f.get(S_PID).unwrap_or(plane_pid);
+                if let (Some(t), Some(id)) = (f.get(S_PT), f.get(S_P)) {
+                    flat.prods.push(((t, id, pid), g));
+                }
+                if let (Some(t), Some(id)) = (f.get(S_CT), f.get(S_C)) {
+                    flat.cons.push(((t, id, pid), g));
+                }
             }
             if is_async {
                 continue;
             }
-            let (s, e) = (ev.start(i), ev.end(i));
+            let (s, e) = (starts[i], starts[i] + durs[i]);
             while let Some(&top) = stack.last() {
                 let t = (top - base) as usize;
-                if ev.start(t) <= s && e <= ev.end(t) {
+                if starts[t] <= s && e <= starts[t] + durs[t] {
                     flat.nest_parent[g as usize] = top;
                     break;
                 }
@@ -593,13 +645,180 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
             }
             stack.push(g);
         }
+        // Last descendant, children before parents.
+        for g in (base..base + ev.len() as u32).rev() {
+            let par = flat.nest_parent[g as usize];
+            if par != NONE {
+                let d = flat.last_desc[g as usize];
+                let pd = &mut flat.last_desc[par as usize];
+                *pd = (*pd).max(d);
+            }
+        }
     }
     flat
 }
 
+/// Producer → consumer links between events with equal flow keys. Like XProf, every pair is
+/// linked unless both sides have 64 or more events with the key.
+fn join_flows(
+    prods: &mut Vec<(FlowKey, u32)>,
+    cons: &[(FlowKey, u32)],
+    links: &mut Vec<(u32, u32)>,
+) {
+    sort_flows(prods);
+    // Keys with 64 or more producers link only if they have fewer than 64 consumers.
+    let mut big: HashMap<FlowKey, usize> = HashMap::default();
+    let mut i = 0;
+    while i < prods.len() {
+        let key = prods[i].0;
+        let n = prods[i..].iter().take_while(|x| x.0 == key).count();
+        if n >= 64 {
+            big.insert(key, 0);
+        }
+        i += n;
+    }
+    if !big.is_empty() {
+        for (k, _) in cons {
+            if let Some(c) = big.get_mut(k) {
+                *c += 1;
+            }
+        }
+    }
+    // Consumers come in event order, their keys mostly rising: search from the last position.
+    let mut pos = 0;
+    for &(key, g) in cons {
+        pos = lower_bound_near(prods, pos, &key);
+        if big.get(&key).is_some_and(|&c| c >= 64) {
+            continue;
+        }
+        links.extend(
+            prods[pos..]
+                .iter()
+                .take_while(|x| x.0 == key)
+                .map(|x| (x.1, g)),
+        );
+    }
+}
+
+/// The first index whose key is not below `key`, found by galloping from `from`.
+fn lower_bound_near(v: &[(FlowKey, u32)], from: usize, key: &FlowKey) -> usize {
+    let from = from.min(v.len());
+    let (mut lo, mut hi);
+    if from < v.len() && v[from].0 < *key {
+        // Forward: the answer is in (lo, hi].
+        lo = from;
+        let mut step = 1;
+        hi = from + 1;
+        while hi < v.len() && v[hi].0 < *key {
+            lo = hi;
+            step *= 2;
+            hi = from + step;
+        }
+        hi = hi.min(v.len());
+        lo += 1;
+    } else {
+        // Backward: the answer is in [lo, from].
+        hi = from;
+        let mut step = 1;
+        lo = from.saturating_sub(1);
+        while lo > 0 && v[lo].0 >= *key {
+            hi = lo;
+            step *= 2;
+            lo = from.saturating_sub(step);
+        }
+        if v.get(lo).is_some_and(|x| x.0 >= *key) {
+            return lo;
+        }
+    }
+    lo + v[lo..hi].partition_point(|x| x.0 < *key)
+}
+
+/// Sorts flow endpoints by key. Each thread writes the flows of one type with growing ids, so
+/// after a stable partition by type each part is a few sorted runs (one per thread), which the
+/// run-merging stable sort orders in a few linear passes.
+fn sort_flows(v: &mut Vec<(FlowKey, u32)>) {
+    let mut types: Vec<u64> = Vec::new();
+    for &((t, _, _), _) in v.iter() {
+        if !types.contains(&t) {
+            if types.len() == 16 {
+                v.sort_unstable();
+                return;
+            }
+            types.push(t);
+        }
+    }
+    types.sort_unstable();
+    let mut start = vec![0usize; types.len() + 1];
+    for &((t, _, _), _) in v.iter() {
+        if let Ok(b) = types.binary_search(&t) {
+            start[b + 1] += 1;
+        }
+    }
+    for b in 1..start.len() {
+        start[b] += start[b - 1];
+    }
+    let mut out = vec![((0, 0, 0), 0u32); v.len()];
+    let mut at = start.clone();
+    for &x in v.iter() {
+        if let Ok(b) = types.binary_search(&x.0 .0) {
+            out[at[b]] = x;
+            at[b] += 1;
+        }
+    }
+    for w in start.windows(2) {
+        out[w[0]..w[1]].sort();
+    }
+    *v = out;
+}
+
+/// Events linked to their parents by something other than nesting: children by parent (CSR) and
+/// the links sorted by child (for the few ancestor walks).
+struct Links {
+    child_off: Vec<u32>,
+    children: Vec<u32>,
+    by_child: Vec<(u32, u32)>,
+}
+
+impl Links {
+    fn new(n: usize, mut links: Vec<(u32, u32)>) -> Links {
+        let mut off = vec![0u32; n + 2];
+        for &(a, _) in &links {
+            off[a as usize + 2] += 1;
+        }
+        for i in 2..off.len() {
+            off[i] += off[i - 1];
+        }
+        let mut children = vec![0u32; links.len()];
+        for &(a, b) in &links {
+            let slot = &mut off[a as usize + 1];
+            children[*slot as usize] = b;
+            *slot += 1;
+        }
+        off.pop();
+        // Stable: a child's parents stay in link order. Flow links arrive in child order already.
+        links.sort_by_key(|l| l.1);
+        Links {
+            child_off: off,
+            children,
+            by_child: links,
+        }
+    }
+    fn children(&self, g: u32) -> &[u32] {
+        let g = g as usize;
+        &self.children[self.child_off[g] as usize..self.child_off[g + 1] as usize]
+    }
+    fn parents(&self, g: u32) -> impl Iterator<Item = u32> + '_ {
+        let from = self.by_child.partition_point(|l| l.1 < g);
+        self.by_child[from..]
+            .iter()
+            .take_while(move |l| l.1 == g)
+            .map(|l| l.0)
+    }
+}
+
 /// Groups events the way XProf's `GroupTfEvents` does; returns the step name XProf writes on each
 /// (non-implicit) root event, by event, and the number of groups.
-fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) {
+fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
     let p = flat.p;
     let mut names = HashMap::default();
     // CheckLoopOp: any loop op in the metadata disables grouping.
@@ -614,76 +833,66 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
     }
     // Links (parent -> child) other than nesting.
     let mut links: Vec<(u32, u32)> = Vec::new();
-    // (type, id, pid) -> event, sorted and joined below (no allocation per key).
-    let mut prods: Vec<((u64, u64, u64), u32)> = Vec::new();
-    let mut cons: Vec<((u64, u64, u64), u32)> = Vec::new();
     let mut launches: HashMap<u64, u32> = HashMap::default();
     let mut executes: Vec<(u64, u32)> = Vec::new();
     let mut executors: HashMap<(u64, i64), u32> = HashMap::default();
     let mut get_next: Vec<((u64, i64), u32)> = Vec::new();
     let mut tf_data_ids: Vec<u64> = Vec::new();
     let mut loop_events: Vec<(u64, i64, u32)> = Vec::new();
+    // (level, start, event); sorted by level (higher first), start, then event order.
     let mut roots: Vec<(i64, i64, u32)> = Vec::new();
-    let trace_context = p.key("TraceContext");
-    for li in 0..flat.lines.len() {
-        let (pi, lj, base) = flat.lines[li];
-        let plane = &p.planes[pi];
+    for &(g, ref c) in &flat.ctxs {
+        let (pl, li, i) = flat.locate(g);
+        let plane = &p.planes[pl];
+        let line = &plane.lines[li];
         let is_host = p.str(plane.name) == "/host:CPU";
-        let plane_pid = k
-            .process_id
-            .and_then(|key| plane.stats().get(key))
-            .and_then(as_u64)
-            .unwrap_or(0);
-        let line = &plane.lines[lj];
-        for i in 0..line.events.len() {
+        let name = plane
+            .metadata_of(line, i)
+            .map(|m| p.str(m.name))
+            .unwrap_or("");
+        if let Some(cid) = c.corr {
+            if !IMPLICIT_ROOTS.contains(&name) {
+                if is_host {
+                    launches.insert(cid, g);
+                } else {
+                    executes.push((cid, g));
+                }
+            }
+        }
+        if let (Some(id), Some(it)) = (c.id, c.iter_num) {
+            if name == "ExecutorState::Process" {
+                executors.insert((id, it), g);
+                loop_events.push((id, it, g));
+            } else if name == "IteratorGetNextOp::DoCompute"
+                || name == "IteratorGetNextAsOptionalOp::DoCompute"
+            {
+                get_next.push(((id, it), g));
+            }
+        }
+        if let Some(id) = c.id {
+            if TF_DATA_FUNCS.contains(&name) {
+                tf_data_ids.push(id);
+            }
+        }
+        if let Some(r) = c.r {
+            roots.push((r, line.events.start(i), g));
+        }
+    }
+    // `TraceContext` events without an `_r` level are roots of level 1.
+    for &(pi, lj, base) in &flat.lines {
+        let plane = &p.planes[pi];
+        let Some(tc) = plane
+            .event_metadata
+            .iter()
+            .position(|m| p.str(m.name) == "TraceContext")
+        else {
+            continue;
+        };
+        let ev = &plane.lines[lj].events;
+        for (i, &m) in ev.metadata_indices().iter().enumerate() {
             let g = base + i as u32;
-            let Some(c) = flat.get_ctx(g) else {
-                if trace_context.is_some()
-                    && plane.metadata_of(line, i).map(|m| m.name) == trace_context
-                {
-                    roots.push((1, line.events.start(i), g));
-                }
-                continue;
-            };
-            let name = plane
-                .metadata_of(line, i)
-                .map(|m| p.str(m.name))
-                .unwrap_or("");
-            if let Some(cid) = c.corr {
-                if !IMPLICIT_ROOTS.contains(&name) {
-                    if is_host {
-                        launches.insert(cid, g);
-                    } else {
-                        executes.push((cid, g));
-                    }
-                }
-            }
-            let pid = c.pid.unwrap_or(plane_pid);
-            if let (Some(t), Some(id)) = (c.pt, c.p) {
-                prods.push(((t, id, pid), g));
-            }
-            if let (Some(t), Some(id)) = (c.ct, c.c) {
-                cons.push(((t, id, pid), g));
-            }
-            if let (Some(id), Some(it)) = (c.id, c.iter_num) {
-                if name == "ExecutorState::Process" {
-                    executors.insert((id, it), g);
-                    loop_events.push((id, it, g));
-                } else if name == "IteratorGetNextOp::DoCompute"
-                    || name == "IteratorGetNextAsOptionalOp::DoCompute"
-                {
-                    get_next.push(((id, it), g));
-                }
-            }
-            if let Some(id) = c.id {
-                if TF_DATA_FUNCS.contains(&name) {
-                    tf_data_ids.push(id);
-                }
-            }
-            if let Some(r) = c.r {
-                roots.push((r, line.events.start(i), g));
-            } else if name == "TraceContext" {
-                roots.push((1, line.events.start(i), g));
+            if m as usize == tc && flat.ctx(g).r.is_none() {
+                roots.push((1, ev.start(i), g));
             }
         }
     }
@@ -697,30 +906,7 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             links.push((e, g));
         }
     }
-    prods.sort_unstable();
-    cons.sort_unstable();
-    let (mut i, mut j) = (0, 0);
-    while i < prods.len() && j < cons.len() {
-        let key = prods[i].0;
-        match key.cmp(&cons[j].0) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                let i_end = i + prods[i..].partition_point(|x| x.0 == key);
-                let j_end = j + cons[j..].partition_point(|x| x.0 == key);
-                let (ps, cs) = (&prods[i..i_end], &cons[j..j_end]);
-                if ps.len() < 64 || cs.len() < 64 {
-                    for &(_, a) in ps {
-                        for &(_, b) in cs {
-                            links.push((a, b));
-                        }
-                    }
-                }
-                i = i_end;
-                j = j_end;
-            }
-        }
-    }
+    join_flows(&mut flat.prods, &flat.cons, &mut links);
     tf_data_ids.sort_unstable();
     let is_tf_data = |c: &Ctx| {
         c.id.is_some_and(|id| tf_data_ids.binary_search(&id).is_ok())
@@ -733,20 +919,16 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         }
         loops.entry(id).or_default().entry(it).or_default().push(g);
     }
-    let start_of = |flat: &Flat<'_>, g: u32| {
-        let (pl, li, i) = flat.locate(g);
-        p.planes[pl].lines[li].events.start(i)
-    };
     let mut loop_roots: Vec<(i64, u32)> = Vec::new();
     for iters in loops.values() {
         if iters.len() == 1 && iters.contains_key(&0) {
             continue;
         }
         for evs in iters.values() {
-            let Some(&first) = evs.iter().min_by_key(|g| start_of(flat, **g)) else {
+            let Some(&first) = evs.iter().min_by_key(|g| flat.start(**g)) else {
                 continue;
             };
-            loop_roots.push((start_of(flat, first), first));
+            loop_roots.push((flat.start(first), first));
             for &e in evs {
                 if e != first {
                     links.push((first, e));
@@ -754,53 +936,14 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
             }
         }
     }
-    // Adjacency (children, CSR) including nesting.
-    let n = flat.n;
-    let mut deg = vec![0u32; n + 1];
-    for (c, &par) in flat.nest_parent.iter().enumerate() {
-        if par != NONE && c < n {
-            deg[par as usize] += 1;
-        }
-    }
-    for &(a, _) in &links {
-        deg[a as usize] += 1;
-    }
-    let mut off = vec![0u32; n + 1];
-    for i in 0..n {
-        off[i + 1] = off[i] + deg[i];
-    }
-    let mut fill = off.clone();
-    let mut adj = vec![0u32; off[n] as usize];
-    for (c, &par) in flat.nest_parent.iter().enumerate() {
-        if par != NONE {
-            adj[fill[par as usize] as usize] = c as u32;
-            fill[par as usize] += 1;
-        }
-    }
-    // Link parents of each event, as CSR too.
-    let mut pdeg = vec![0u32; n + 1];
-    for &(a, b) in &links {
-        adj[fill[a as usize] as usize] = b;
-        fill[a as usize] += 1;
-        pdeg[b as usize] += 1;
-    }
-    let mut poff = vec![0u32; n + 1];
-    for i in 0..n {
-        poff[i + 1] = poff[i] + pdeg[i];
-    }
-    let mut pfill = poff.clone();
-    let mut padj = vec![0u32; links.len()];
-    for &(a, b) in &links {
-        padj[pfill[b as usize] as usize] = a;
-        pfill[b as usize] += 1;
-    }
+    let links = Links::new(flat.n, links);
     let parents_of = |flat: &Flat<'_>, g: u32, out: &mut Vec<u32>| {
         out.clear();
         let np = flat.nest_parent[g as usize];
         if np != NONE {
             out.push(np);
         }
-        out.extend_from_slice(&padj[poff[g as usize] as usize..poff[g as usize + 1] as usize]);
+        out.extend(links.parents(g));
     };
     // Breadth-first search over ancestors for the first event with a stat.
     let ancestor_ctx = |flat: &Flat<'_>, g: u32, f: &dyn Fn(&Ctx) -> bool| -> Option<Ctx> {
@@ -823,15 +966,22 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
         None
     };
     let mut order: Vec<u32> = Vec::new();
+    let mut walk = Walk {
+        stamp: vec![0; flat.n],
+        todo: Vec::new(),
+    };
     if !loop_roots.is_empty() {
         loop_roots.sort_by_key(|x| x.0);
         order = loop_roots.iter().map(|x| x.1).collect();
+        for (gid, &g) in order.iter().enumerate() {
+            walk.assign(flat, &links, g, gid as u32);
+        }
     } else {
         roots.retain(|&(_, _, g)| !is_tf_data(flat.ctx(g)));
-        roots.sort_by_key(|&(lvl, t, _)| (-lvl, t));
+        roots.sort_unstable_by_key(|&(lvl, t, g)| (std::cmp::Reverse(lvl), t, g));
         let mut ps = Vec::new();
         for &(lvl, _, g) in &roots {
-            if flat.group[g as usize] >= 0 {
+            if flat.group[g as usize] != NONE {
                 continue;
             }
             // Not grouped when an ancestor is a root of the same level.
@@ -859,14 +1009,10 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
                 continue;
             }
             order.push(g);
-            assign(flat, &off, &adj, g, order.len() as i64 - 1);
+            walk.assign(flat, &links, g, order.len() as u32 - 1);
         }
     }
-    if !loop_roots.is_empty() {
-        for (gid, &g) in order.iter().enumerate() {
-            assign(flat, &off, &adj, g, gid as i64);
-        }
-    }
+    flat.group_ids = (0..order.len() as i64).collect();
     for (gid, &g) in order.iter().enumerate() {
         let gt = ancestor_ctx(flat, g, &|c| c.graph_type.is_some()).and_then(|c| c.graph_type);
         let name = flat.name(g);
@@ -888,19 +1034,45 @@ fn group_events(flat: &mut Flat<'_>, k: &Keys) -> (HashMap<u32, String>, usize) 
     (names, order.len())
 }
 
-fn assign(flat: &mut Flat<'_>, off: &[u32], adj: &[u32], root: u32, gid: i64) {
-    let mark = (gid as u32).wrapping_add(1);
-    let mut q = VecDeque::from([root]);
-    flat.stamp[root as usize] = mark;
-    while let Some(x) = q.pop_front() {
-        if flat.group[x as usize] >= 0 {
-            continue;
-        }
-        flat.group[x as usize] = gid;
-        for &c in &adj[off[x as usize] as usize..off[x as usize + 1] as usize] {
-            if flat.stamp[c as usize] != mark {
-                flat.stamp[c as usize] = mark;
-                q.push_back(c);
+/// Group assignment: from a root, every event reachable through not-yet-grouped events (nested
+/// children on its line and linked children). The reachable set does not depend on the visiting
+/// order, so a depth-first walk gives XProf's breadth-first result.
+struct Walk {
+    stamp: Vec<u32>,
+    todo: Vec<u32>,
+}
+
+impl Walk {
+    fn assign(&mut self, flat: &mut Flat<'_>, links: &Links, root: u32, gid: u32) {
+        let mark = gid.wrapping_add(1);
+        self.todo.clear();
+        self.todo.push(root);
+        self.stamp[root as usize] = mark;
+        while let Some(x) = self.todo.pop() {
+            if flat.group[x as usize] != NONE {
+                continue;
+            }
+            flat.group[x as usize] = gid;
+            // Nested children: the events up to `x`'s last descendant whose parent is `x`; a
+            // child's own descendants are skipped over.
+            let last = flat.last_desc[x as usize];
+            let mut c = x + 1;
+            while c <= last {
+                if flat.nest_parent[c as usize] == x {
+                    if self.stamp[c as usize] != mark {
+                        self.stamp[c as usize] = mark;
+                        self.todo.push(c);
+                    }
+                    c = flat.last_desc[c as usize] + 1;
+                } else {
+                    c += 1;
+                }
+            }
+            for &c in links.children(x) {
+                if self.stamp[c as usize] != mark {
+                    self.stamp[c as usize] = mark;
+                    self.todo.push(c);
+                }
             }
         }
     }
@@ -914,67 +1086,126 @@ struct StepEvents {
     name: Option<String>,
 }
 
+/// How a host event's name classifies it (computed once per metadata).
+#[derive(Clone, Copy)]
+struct HostKind {
+    marker: bool,
+    compute: bool,
+    /// Type when not a root input stage / when it is.
+    plain: EventType,
+    stage: EventType,
+    trace_context: bool,
+}
+
 /// Host step events (CPU-only profiles).
-fn host_step_events(
-    flat: &Flat<'_>,
-    root_names: &HashMap<u32, String>,
-) -> HashMap<i64, StepEvents> {
+fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<StepEvents> {
     let p = flat.p;
-    let mut out: HashMap<i64, StepEvents> = HashMap::default();
-    let mut async_parents = HashSet::default();
-    for (_, c) in &flat.ctxs {
-        if let (Some(t), Some(id)) = (c.pt, c.p) {
-            async_parents.insert((t, id));
+    let mut out: Vec<StepEvents> = Vec::new();
+    out.resize_with(flat.group_ids.len(), StepEvents::default);
+    // Consumers of an async producer, by (type, id) — only needed when input-pipeline stages exist.
+    let mut async_parents: Vec<(u64, u64)> = Vec::new();
+    let stages = flat.ctxs.iter().any(|c| c.1.ipl_stage);
+    if stages {
+        async_parents = flat.prods.iter().map(|((t, id, _), _)| (*t, *id)).collect();
+        async_parents.sort_unstable();
+        async_parents.dedup();
+    }
+    let mut async_child = HashSet::default();
+    if stages {
+        for &((t, id, _), g) in &flat.cons {
+            if async_parents.binary_search(&(t, id)).is_ok() {
+                async_child.insert(g);
+            }
         }
     }
+    let mut kinds: (usize, Vec<HostKind>) = (usize::MAX, Vec::new());
     for &(pi, lj, base) in &flat.lines {
         let plane = &p.planes[pi];
         if p.str(plane.name) != "/host:CPU" {
             continue;
         }
+        if kinds.0 != pi {
+            let v = plane
+                .event_metadata
+                .iter()
+                .map(|m| {
+                    let name = p.str(m.name);
+                    HostKind {
+                        marker: is_explicit_marker(name),
+                        compute: is_real_cpu_compute(name),
+                        plain: classify_cpu(name, false),
+                        stage: classify_cpu(name, true),
+                        trace_context: name == "TraceContext",
+                    }
+                })
+                .collect();
+            kinds = (pi, v);
+        }
         let line = &plane.lines[lj];
         let ev = &line.events;
-        // (is_stage, is_descendant, begin, end)
-        let mut stack: Vec<(bool, bool, i64, i64)> = Vec::new();
+        let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
+        // (end, group, type of the enclosing emitted event of the same group or 255, is_stage,
+        // is_descendant of an async producer or stage)
+        let mut stack: Vec<(i64, u32, u8, bool, bool)> = Vec::new();
         for i in 0..ev.len() {
             let g = base + i as u32;
-            let c = flat.ctx(g);
-            let (s, e) = (ev.start(i), ev.end(i));
-            let mut is_desc =
-                matches!((c.ct, c.c), (Some(t), Some(id)) if async_parents.contains(&(t, id)));
+            let c = flat.get_ctx(g);
+            let (s, e) = (starts[i], starts[i] + durs[i]);
+            let ipl = c.is_some_and(|c| c.ipl_stage);
+            let mut is_desc = stages && async_child.contains(&g);
+            // Events are sorted by start, so an event that does not contain `s` ends before it.
             while let Some(top) = stack.last() {
-                if top.2 <= s && e <= top.3 {
+                if e <= top.0 {
                     break;
                 }
                 stack.pop();
             }
-            if let Some(top) = stack.last() {
-                is_desc = is_desc || top.1 || top.0;
+            let parent = stack.last().copied();
+            if let Some(top) = parent {
+                is_desc = is_desc || top.4 || top.3;
             }
-            stack.push((c.ipl_stage, is_desc, s, e));
             let gid = flat.group[g as usize];
-            if gid < 0 {
+            let Some(kind) = kinds.1.get(metas[i] as usize).copied() else {
+                stack.push((e, gid, 255, ipl, is_desc));
+                continue;
+            };
+            if gid == NONE {
+                stack.push((e, gid, 255, ipl, is_desc));
                 continue;
             }
-            let name = plane
-                .metadata_of(line, i)
-                .map(|m| p.str(m.name))
-                .unwrap_or("");
-            let sd = out.entry(gid).or_default();
-            let step_name = c
-                .step_name
-                .map(|x| p.str(x))
-                .or_else(|| root_names.get(&g).map(|s| s.as_str()))
-                .filter(|x| !x.is_empty());
-            if is_explicit_marker(name) || step_name.is_some() {
+            let Some(sd) = out.get_mut(gid as usize) else {
+                stack.push((e, gid, 255, ipl, is_desc));
+                continue;
+            };
+            let step_name = if c.is_some() || kind.trace_context {
+                c.and_then(|c| c.step_name)
+                    .map(|x| p.str(x))
+                    .or_else(|| root_names.get(&g).map(|s| s.as_str()))
+                    .filter(|x| !x.is_empty())
+            } else {
+                None
+            };
+            let mut emitted = 255u8;
+            if kind.marker || step_name.is_some() {
                 sd.markers.push((false, s, e));
-            } else if is_real_cpu_compute(name) {
-                sd.events
-                    .push((classify_cpu(name, c.ipl_stage && !is_desc), s, e));
+            } else if kind.compute {
+                let ty = if ipl && !is_desc {
+                    kind.stage
+                } else {
+                    kind.plain
+                };
+                emitted = ty as u8;
+                // An event inside an emitted event of the same step and type adds nothing to the
+                // breakdown (the sweep gives the same pieces without it).
+                let covered = parent.is_some_and(|t| t.1 == gid && t.2 == emitted);
+                if !covered {
+                    sd.events.push((ty, s, e));
+                }
             }
             if let Some(n) = step_name {
                 sd.name = Some(n.to_string());
             }
+            stack.push((e, gid, emitted, ipl, is_desc));
         }
     }
     out
@@ -1012,7 +1243,9 @@ fn gpu_step_events(flat: &Flat<'_>) -> HashMap<i64, StepEvents> {
             for i in 0..ev.len() {
                 let g = base + i as u32;
                 let c = flat.ctx(g);
-                let gid = c.group_id.unwrap_or(flat.group[g as usize]);
+                let Some(gid) = c.group_id.or_else(|| flat.group_id(g)) else {
+                    continue;
+                };
                 if c.corr.is_none() || gid < 0 {
                     continue;
                 }
@@ -1114,12 +1347,10 @@ fn step_span(markers: &[(bool, i64, i64)]) -> (i64, i64) {
     }
 }
 
-fn build_rows(mut ev: HashMap<i64, StepEvents>, has_device: bool) -> Vec<StepRow> {
-    let mut gids: Vec<i64> = ev.keys().copied().collect();
-    gids.sort_unstable();
+/// Step rows from each group's events, `ev` in group-id order.
+fn build_rows(ev: Vec<(i64, StepEvents)>, has_device: bool) -> Vec<StepRow> {
     let mut rows = Vec::new();
-    for gid in gids {
-        let Some(sd) = ev.remove(&gid) else { continue };
+    for (gid, sd) in ev {
         let (b, e) = step_span(&sd.markers);
         let mut type_ps = [0i64; N_TYPES];
         let mut present = [false; N_TYPES];
@@ -1175,26 +1406,37 @@ pub fn step_db(p: &Profile) -> StepDb {
     let mut flat = flatten(p, &k);
     let pre_grouped = k.group_id.is_some() && flat.ctxs.iter().any(|c| c.1.group_id.is_some());
     let (root_names, groups) = if pre_grouped {
-        for i in 0..flat.ctxs.len() {
-            let (g, c) = flat.ctxs[i];
-            if let Some(gid) = c.group_id {
-                flat.group[g as usize] = gid;
-            }
-        }
-        let mut gids: Vec<i64> = flat.group.iter().copied().filter(|g| *g >= 0).collect();
+        let mut gids: Vec<i64> = flat
+            .ctxs
+            .iter()
+            .filter_map(|c| c.1.group_id)
+            .filter(|g| *g >= 0)
+            .collect();
         gids.sort_unstable();
         gids.dedup();
+        for i in 0..flat.ctxs.len() {
+            let (g, c) = flat.ctxs[i];
+            if let Some(d) = c.group_id.and_then(|v| gids.binary_search(&v).ok()) {
+                flat.group[g as usize] = d as u32;
+            }
+        }
+        flat.group_ids = gids.clone();
         notes.push("The file is already grouped (it carries `group_id` stats); its groups are used as they are.".to_string());
         (HashMap::default(), gids.len())
     } else {
-        group_events(&mut flat, &k)
+        group_events(&mut flat)
     };
     let rows = match hardware {
         Hardware::Gpu => {
             // XProf names device steps by group id only.
-            build_rows(gpu_step_events(&flat), true)
+            let mut ev: Vec<(i64, StepEvents)> = gpu_step_events(&flat).into_iter().collect();
+            ev.sort_unstable_by_key(|x| x.0);
+            build_rows(ev, true)
         }
-        _ => build_rows(host_step_events(&flat, &root_names), false),
+        _ => {
+            let ev = host_step_events(&flat, &root_names);
+            build_rows(flat.group_ids.iter().copied().zip(ev).collect(), false)
+        }
     };
     let dropped = rows.len() > DROP_THRESHOLD;
     let steps = if dropped {
@@ -1289,5 +1531,55 @@ impl StepDb {
                 .map(|s| s.duration_ps)
                 .collect::<Vec<_>>(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn galloping_search_agrees_with_binary_search() {
+        // Sorted keys with duplicates and gaps; every start position and every probe key.
+        let ids = [1u64, 1, 2, 5, 5, 5, 8, 13, 13, 21, 34, 34, 34, 34, 55];
+        let v: Vec<(FlowKey, u32)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| ((0, id, 7), i as u32))
+            .collect();
+        for probe in 0..60u64 {
+            let key = (0, probe, 7);
+            let want = v.partition_point(|x| x.0 < key);
+            for from in 0..=v.len() + 2 {
+                assert_eq!(
+                    lower_bound_near(&v, from, &key),
+                    want,
+                    "{probe} from {from}"
+                );
+            }
+        }
+        assert_eq!(lower_bound_near(&[], 0, &(0, 1, 0)), 0);
+    }
+
+    #[test]
+    fn flows_join_every_producer_with_its_consumers() {
+        // Two flow types interleaved (as threads write them), a key with two producers, and a
+        // consumer whose producer is missing.
+        let mut prods = vec![
+            ((15, 20, 1), 0u32),
+            ((0, 3, 1), 1),
+            ((15, 14, 1), 2),
+            ((0, 4, 1), 3),
+            ((0, 4, 1), 4),
+        ];
+        let cons = vec![
+            ((0, 4, 1), 10u32),
+            ((15, 14, 1), 11),
+            ((0, 9, 1), 12),
+            ((15, 20, 1), 13),
+        ];
+        let mut links = Vec::new();
+        join_flows(&mut prods, &cons, &mut links);
+        assert_eq!(links, vec![(3, 10), (4, 10), (2, 11), (0, 13)]);
     }
 }

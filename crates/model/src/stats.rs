@@ -82,8 +82,25 @@ pub struct Stat {
     pub value: StatValue,
 }
 
-#[inline]
+#[inline(always)]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    // One- and two-byte values (most headers and payloads) without the loop.
+    let b0 = *buf.get(*pos)?;
+    if b0 < 0x80 {
+        *pos += 1;
+        return Some(b0 as u64);
+    }
+    if let Some(&b1) = buf.get(*pos + 1) {
+        if b1 < 0x80 {
+            *pos += 2;
+            return Some((b0 & 0x7f) as u64 | (b1 as u64) << 7);
+        }
+    }
+    get_varint_slow(buf, pos)
+}
+
+#[inline(never)]
+fn get_varint_slow(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -150,6 +167,7 @@ pub struct StatIter<'a> {
 }
 
 impl<'a> StatIter<'a> {
+    #[inline]
     pub(crate) fn new(buf: &'a [u8]) -> Self {
         StatIter { buf, pos: 0 }
     }
@@ -158,6 +176,7 @@ impl<'a> StatIter<'a> {
 impl Iterator for StatIter<'_> {
     type Item = Stat;
 
+    #[inline]
     fn next(&mut self) -> Option<Stat> {
         if self.pos >= self.buf.len() {
             return None;
@@ -195,10 +214,12 @@ pub struct Stats<'a> {
 }
 
 impl<'a> Stats<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Stats { buf }
     }
 
+    #[inline]
     pub fn iter(&self) -> StatIter<'a> {
         StatIter::new(self.buf)
     }
@@ -208,6 +229,7 @@ impl<'a> Stats<'a> {
     }
 
     /// The first stat with this key.
+    #[inline]
     pub fn get(&self, key: StrId) -> Option<StatValue> {
         self.iter().find(|s| s.key == key).map(|s| s.value)
     }
@@ -216,6 +238,7 @@ impl<'a> Stats<'a> {
 impl<'a> IntoIterator for Stats<'a> {
     type Item = Stat;
     type IntoIter = StatIter<'a>;
+    #[inline]
     fn into_iter(self) -> StatIter<'a> {
         self.iter()
     }
