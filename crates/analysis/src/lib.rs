@@ -32,6 +32,7 @@ pub mod op_metrics;
 pub mod op_profile;
 pub mod ops;
 pub mod overview;
+mod par;
 pub mod peaks;
 pub mod report;
 pub mod roofline;

@@ -33,5 +33,5 @@ pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, Load
 
 /// Decodes bytes from the store, releasing pages as the importer passes them.
 pub fn decode_bytes(bytes: &xlens_store::FileBytes) -> Result<Profile, xlens_xspace::DecodeError> {
-    xlens_xspace::decode_with(bytes.bytes(), &mut |upto| bytes.release_before(upto))
+    xlens_xspace::decode_with(bytes.bytes(), &|start, end| bytes.release_range(start, end))
 }

@@ -191,12 +191,13 @@ impl Keys {
     }
     #[inline(always)]
     fn read(&self, stats: xlens_model::Stats<'_>, into: &mut Vals) {
-        for st in stats.iter() {
-            let f = self.slots.get(st.key.0 as usize).copied().unwrap_or(0);
-            if f != 0 {
-                into[f as usize - 1] = Some(st.value);
-            }
-        }
+        stats.select(
+            |key| {
+                let f = self.slots.get(key.0 as usize).copied().unwrap_or(0);
+                (f != 0).then(|| f as usize - 1)
+            },
+            |f, v| into[f] = Some(v),
+        );
     }
 }
 

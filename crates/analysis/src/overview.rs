@@ -122,10 +122,12 @@ fn ms(ps: i64) -> String {
 }
 
 pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
-    let db: StepDb = step_db(p);
-    let dev = device_info(p);
-    let ops = op_metrics(p);
-    let (host_ops, _) = host_framework_ops(p);
+    // Steps and op metrics are independent passes over the events: one on another thread.
+    let (db, (dev, ops, (host_ops, _))) = crate::par::join(
+        || step_db(p),
+        || (device_info(p), op_metrics(p), host_framework_ops(p)),
+    );
+    let db: StepDb = db;
     let on_device = matches!(
         ops.source,
         Some(OpSource::DeviceXlaOps) | Some(OpSource::GpuStreams)

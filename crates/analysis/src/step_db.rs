@@ -386,43 +386,66 @@ impl Flow {
 #[inline(always)]
 fn scan_stats(k: &Keys, stats: xlens_model::Stats<'_>, f: &mut Flow) -> bool {
     let mut rare = false;
-    for s in stats.iter() {
-        match k.slot(s.key) {
-            0 => {}
-            slot if slot >= S_FLOW => f.put(slot, as_u64(s.value)),
-            _ => rare = true,
-        }
-    }
+    stats.select(
+        |key| match k.slot(key) {
+            0 => None,
+            slot if slot >= S_FLOW => Some(slot),
+            _ => {
+                rare = true;
+                None
+            }
+        },
+        |slot, v| f.put(slot, as_u64(v)),
+    );
     rare
 }
 
 /// Reads the non-flow stats grouping needs into `c` (overriding what is there).
 fn read_ctx(k: &Keys, stats: xlens_model::Stats<'_>, c: &mut Ctx) {
-    for s in stats.iter() {
-        let slot = k.slot(s.key);
-        if slot == 0 || slot >= S_FLOW {
-            continue;
-        }
-        let v = s.value;
-        c.any = true;
-        match slot {
-            S_R => c.r = v.as_i64(),
-            S_A => c.a = v.as_i64().unwrap_or(0) != 0,
-            S_CORR => c.corr = as_u64(v),
-            S_ID => c.id = as_u64(v),
-            S_ITER => c.iter_num = v.as_i64(),
-            S_STEP => c.step_num = v.as_i64(),
-            S_GRAPH => c.graph_type = Some(v),
-            S_GROUP => c.group_id = v.as_i64(),
-            S_STEP_NAME => c.step_name = v.as_str_id(),
-            S_IPL => c.ipl_stage = v.as_str_id().is_some(),
-            _ => c.shape = v.as_str_id(),
-        }
+    stats.select(
+        |key| Some(k.slot(key)).filter(|&s| s != 0 && s < S_FLOW),
+        |slot, v| {
+            c.any = true;
+            match slot {
+                S_R => c.r = v.as_i64(),
+                S_A => c.a = v.as_i64().unwrap_or(0) != 0,
+                S_CORR => c.corr = as_u64(v),
+                S_ID => c.id = as_u64(v),
+                S_ITER => c.iter_num = v.as_i64(),
+                S_STEP => c.step_num = v.as_i64(),
+                S_GRAPH => c.graph_type = Some(v),
+                S_GROUP => c.group_id = v.as_i64(),
+                S_STEP_NAME => c.step_name = v.as_str_id(),
+                S_IPL => c.ipl_stage = v.as_str_id().is_some(),
+                _ => c.shape = v.as_str_id(),
+            }
+        },
+    );
+}
+
+/// One end of a flow: the flow's (type, process id) as an index into [`Flows::types`], its id,
+/// and the event. Ordered by (type, id, event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct FlowEnd {
+    tp: u32,
+    id: u64,
+    g: u32,
+}
+
+impl FlowEnd {
+    fn key(&self) -> (u32, u64) {
+        (self.tp, self.id)
     }
 }
 
-/// Flow key: (type, id, process id).
-type FlowKey = (u64, u64, u64);
+/// Flow producers (sorted) and consumers (in event order) of the whole profile.
+#[derive(Default)]
+struct Flows {
+    /// (flow type, process id) of each `tp`.
+    types: Vec<(u64, u64)>,
+    prods: Vec<FlowEnd>,
+    cons: Vec<FlowEnd>,
+}
 
 /// A flat index of the events that take part in grouping (every event of every non-TPU plane,
 /// numbered line after line).
@@ -431,12 +454,9 @@ struct Flat<'a> {
     /// (plane index, line index, first global id) per line.
     lines: Vec<(usize, usize, u32)>,
     n: usize,
-    /// `ctx_idx[g]` indexes `ctxs` (NONE: the event has no stat besides flow ids).
-    ctx_idx: Vec<u32>,
+    /// Events with any non-flow stat, by event.
     ctxs: Vec<(u32, Ctx)>,
-    /// Flow producers and consumers: (key, event).
-    prods: Vec<(FlowKey, u32)>,
-    cons: Vec<(FlowKey, u32)>,
+    flows: Flows,
     /// The enclosing event on the same line (NONE: none, or an async event).
     nest_parent: Vec<u32>,
     /// The last event of the line nested (at any depth) in this one; descendants are exactly the
@@ -470,10 +490,8 @@ impl<'a> Flat<'a> {
         self.get_ctx(g).unwrap_or(&NO_CTX)
     }
     fn get_ctx(&self, g: u32) -> Option<&Ctx> {
-        match self.ctx_idx.get(g as usize) {
-            Some(&i) if i != NONE => self.ctxs.get(i as usize).map(|x| &x.1),
-            _ => None,
-        }
+        let i = self.ctxs.binary_search_by_key(&g, |x| x.0).ok()?;
+        self.ctxs.get(i).map(|x| &x.1)
     }
     /// The group id of event `g`, if grouped.
     fn group_id(&self, g: u32) -> Option<i64> {
@@ -566,150 +584,284 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
             n = n.saturating_add(line.events.len() as u32);
         }
     }
-    let mut flat = Flat {
+    // Per plane: metadata stats (has non-flow stats, ctx, flow) and the process id.
+    let infos: Vec<Option<PlaneInfo>> = p
+        .planes
+        .iter()
+        .enumerate()
+        .map(|(pi, plane)| {
+            lines.iter().any(|l| l.0 == pi).then(|| PlaneInfo {
+                md: plane
+                    .event_metadata
+                    .iter()
+                    .map(|m| {
+                        let (mut c, mut f) = (Ctx::default(), Flow::default());
+                        let rare = scan_stats(k, m.stats(), &mut f);
+                        read_ctx(k, m.stats(), &mut c);
+                        (rare, c, f)
+                    })
+                    .collect(),
+                pid: k
+                    .process_id
+                    .and_then(|key| plane.stats().get(key))
+                    .and_then(as_u64)
+                    .unwrap_or(0),
+            })
+        })
+        .collect();
+    let mut nest_parent = vec![NONE; n as usize];
+    let mut last_desc: Vec<u32> = (0..n).collect();
+    // One job per line, with its parts of the per-event columns; large profiles in two halves of
+    // about equal event counts, one of them on another thread.
+    let mut jobs: Vec<(usize, &mut [u32], &mut [u32])> = Vec::with_capacity(lines.len());
+    {
+        let (mut np, mut ld) = (&mut nest_parent[..], &mut last_desc[..]);
+        for (li, &(pi, lj, _)) in lines.iter().enumerate() {
+            let len = p.planes[pi].lines[lj].events.len();
+            let (a, rest) = std::mem::take(&mut np).split_at_mut(len);
+            np = rest;
+            let (b, rest) = std::mem::take(&mut ld).split_at_mut(len);
+            ld = rest;
+            jobs.push((li, a, b));
+        }
+    }
+    let run = |jobs: Vec<(usize, &mut [u32], &mut [u32])>| -> Vec<(usize, LinePart)> {
+        jobs.into_iter()
+            .map(|(li, np, ld)| {
+                let (pi, lj, base) = lines[li];
+                let info = infos[pi].as_ref();
+                (
+                    li,
+                    flatten_line(k, info, &p.planes[pi].lines[lj].events, base, np, ld),
+                )
+            })
+            .collect()
+    };
+    let mut parts: Vec<(usize, LinePart)> = if n >= PARALLEL_MIN_EVENTS && jobs.len() > 1 {
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.1.len()));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (mut na, mut nb) = (0, 0);
+        for j in jobs {
+            if na <= nb {
+                na += j.1.len();
+                a.push(j);
+            } else {
+                nb += j.1.len();
+                b.push(j);
+            }
+        }
+        let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
+        ra.extend(rb);
+        ra
+    } else {
+        run(jobs)
+    };
+    parts.sort_unstable_by_key(|x| x.0);
+    let parts: Vec<LinePart> = parts.into_iter().map(|x| x.1).collect();
+    Flat {
         p,
         lines,
         n: n as usize,
-        ctx_idx: vec![NONE; n as usize],
-        ctxs: Vec::new(),
-        prods: Vec::new(),
-        cons: Vec::new(),
-        nest_parent: vec![NONE; n as usize],
-        last_desc: (0..n).collect(),
+        ctxs: parts.iter().flat_map(|x| x.ctxs.iter().copied()).collect(),
+        flows: merge_flows(&parts),
+        nest_parent,
+        last_desc,
         group: vec![NONE; n as usize],
         group_ids: Vec::new(),
+    }
+}
+
+/// The flow ends of all lines, with one table of flow types: producers sorted, consumers in event
+/// order. Each thread writes the flows of one type with growing ids, so after a partition by type
+/// the producers are a few sorted runs (one per thread), which the run-merging stable sort orders
+/// in a few linear passes.
+fn merge_flows(parts: &[LinePart]) -> Flows {
+    let mut types: Vec<(u64, u64)> = parts.iter().flat_map(|x| x.types.iter().copied()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let remap = |part: &LinePart| -> Vec<u32> {
+        part.types
+            .iter()
+            .map(|t| types.binary_search(t).unwrap_or(0) as u32)
+            .collect()
     };
-    let mut stack: Vec<u32> = Vec::new();
-    // Per metadata of the current plane: (has non-flow stats, ctx, flow).
-    let mut md: (usize, Vec<(bool, Ctx, Flow)>) = (usize::MAX, Vec::new());
-    let mut plane_pid = 0u64;
-    for li in 0..flat.lines.len() {
-        let (pi, lj, base) = flat.lines[li];
-        let plane = &p.planes[pi];
-        let line = &plane.lines[lj];
-        if md.0 != pi {
-            let v = plane
-                .event_metadata
-                .iter()
-                .map(|m| {
-                    let (mut c, mut f) = (Ctx::default(), Flow::default());
-                    let rare = scan_stats(k, m.stats(), &mut f);
-                    read_ctx(k, m.stats(), &mut c);
-                    (rare, c, f)
-                })
-                .collect();
-            md = (pi, v);
-            plane_pid = k
-                .process_id
-                .and_then(|key| plane.stats().get(key))
-                .and_then(as_u64)
-                .unwrap_or(0);
+    let maps: Vec<Vec<u32>> = parts.iter().map(remap).collect();
+    let mut start = vec![0usize; types.len() + 1];
+    for (part, map) in parts.iter().zip(&maps) {
+        for e in &part.prods {
+            start[map[e.tp as usize] as usize + 1] += 1;
         }
-        let ev = &line.events;
-        let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
-        stack.clear();
-        for i in 0..ev.len() {
-            let g = base + i as u32;
-            let mdv = md.1.get(metas[i] as usize);
-            let mut f = mdv.map(|x| x.2).unwrap_or_default();
-            let rare = scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0);
-            let mut is_async = false;
-            if rare {
-                // The event's own stats override its metadata's.
-                let mut c = mdv.map(|x| x.1).unwrap_or_default();
-                read_ctx(k, ev.stats(i), &mut c);
-                is_async = c.a;
-                flat.ctx_idx[g as usize] = flat.ctxs.len() as u32;
-                flat.ctxs.push((g, c));
-            }
-            if f.set != 0 {
-                let pid = f.get(S_PID).unwrap_or(plane_pid);
-                if let (Some(t), Some(id)) = (f.get(S_PT), f.get(S_P)) {
-                    flat.prods.push(((t, id, pid), g));
-                }
-                if let (Some(t), Some(id)) = (f.get(S_CT), f.get(S_C)) {
-                    flat.cons.push(((t, id, pid), g));
-                }
-            }
-            if is_async {
-                continue;
-            }
-            let (s, e) = (starts[i], starts[i] + durs[i]);
-            while let Some(&top) = stack.last() {
-                let t = (top - base) as usize;
-                if starts[t] <= s && e <= starts[t] + durs[t] {
-                    flat.nest_parent[g as usize] = top;
-                    break;
-                }
-                stack.pop();
-            }
-            stack.push(g);
+    }
+    for b in 1..start.len() {
+        start[b] += start[b - 1];
+    }
+    let total = start.last().copied().unwrap_or(0);
+    let mut prods = vec![FlowEnd { tp: 0, id: 0, g: 0 }; total];
+    let mut at = start.clone();
+    for (part, map) in parts.iter().zip(&maps) {
+        for e in &part.prods {
+            let tp = map[e.tp as usize];
+            prods[at[tp as usize]] = FlowEnd { tp, ..*e };
+            at[tp as usize] += 1;
         }
-        // Last descendant, children before parents.
-        for g in (base..base + ev.len() as u32).rev() {
-            let par = flat.nest_parent[g as usize];
-            if par != NONE {
-                let d = flat.last_desc[g as usize];
-                let pd = &mut flat.last_desc[par as usize];
-                *pd = (*pd).max(d);
+    }
+    for w in start.windows(2) {
+        prods[w[0]..w[1]].sort();
+    }
+    let mut cons = Vec::with_capacity(parts.iter().map(|x| x.cons.len()).sum());
+    for (part, map) in parts.iter().zip(&maps) {
+        cons.extend(part.cons.iter().map(|e| FlowEnd {
+            tp: map[e.tp as usize],
+            ..*e
+        }));
+    }
+    Flows { types, prods, cons }
+}
+
+/// Profiles with fewer events are flattened on one thread.
+const PARALLEL_MIN_EVENTS: u32 = 200_000;
+
+/// Metadata stats of one plane (has non-flow stats, ctx, flow) and its process id.
+struct PlaneInfo {
+    md: Vec<(bool, Ctx, Flow)>,
+    pid: u64,
+}
+
+/// What flattening one line finds besides its nesting.
+#[derive(Default)]
+struct LinePart {
+    ctxs: Vec<(u32, Ctx)>,
+    /// Flow ends; `tp` indexes this line's `types`.
+    prods: Vec<FlowEnd>,
+    cons: Vec<FlowEnd>,
+    types: Vec<(u64, u64)>,
+}
+
+impl LinePart {
+    fn flow_type(&mut self, t: u64, pid: u64) -> u32 {
+        match self.types.iter().position(|x| *x == (t, pid)) {
+            Some(i) => i as u32,
+            None => {
+                self.types.push((t, pid));
+                self.types.len() as u32 - 1
             }
         }
     }
-    flat
 }
 
-/// Producer → consumer links between events with equal flow keys. Like XProf, every pair is
-/// linked unless both sides have 64 or more events with the key.
-fn join_flows(
-    prods: &mut Vec<(FlowKey, u32)>,
-    cons: &[(FlowKey, u32)],
-    links: &mut Vec<(u32, u32)>,
-) {
-    sort_flows(prods);
+/// Flattens one line whose first event has global id `base`: fills its nesting parents and last
+/// descendants (global ids) and returns its contexts and flow endpoints.
+fn flatten_line(
+    k: &Keys,
+    info: Option<&PlaneInfo>,
+    ev: &xlens_model::Events,
+    base: u32,
+    nest_parent: &mut [u32],
+    last_desc: &mut [u32],
+) -> LinePart {
+    let mut part = LinePart::default();
+    let md: &[(bool, Ctx, Flow)] = info.map_or(&[], |x| &x.md);
+    let plane_pid = info.map_or(0, |x| x.pid);
+    let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
+    let mut stack: Vec<u32> = Vec::new();
+    for i in 0..ev.len() {
+        let g = base + i as u32;
+        let mdv = md.get(metas[i] as usize);
+        let mut f = mdv.map(|x| x.2).unwrap_or_default();
+        let rare = scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0);
+        let mut is_async = false;
+        if rare {
+            // The event's own stats override its metadata's.
+            let mut c = mdv.map(|x| x.1).unwrap_or_default();
+            read_ctx(k, ev.stats(i), &mut c);
+            is_async = c.a;
+            part.ctxs.push((g, c));
+        }
+        if f.set != 0 {
+            let pid = f.get(S_PID).unwrap_or(plane_pid);
+            if let (Some(t), Some(id)) = (f.get(S_PT), f.get(S_P)) {
+                let tp = part.flow_type(t, pid);
+                part.prods.push(FlowEnd { tp, id, g });
+            }
+            if let (Some(t), Some(id)) = (f.get(S_CT), f.get(S_C)) {
+                let tp = part.flow_type(t, pid);
+                part.cons.push(FlowEnd { tp, id, g });
+            }
+        }
+        if is_async {
+            continue;
+        }
+        let (s, e) = (starts[i], starts[i] + durs[i]);
+        while let Some(&top) = stack.last() {
+            let t = top as usize;
+            if starts[t] <= s && e <= starts[t] + durs[t] {
+                nest_parent[i] = base + top;
+                break;
+            }
+            stack.pop();
+        }
+        stack.push(i as u32);
+    }
+    // Last descendant, children before parents.
+    for i in (0..ev.len()).rev() {
+        let par = nest_parent[i];
+        if par != NONE {
+            let d = last_desc[i];
+            let pd = &mut last_desc[(par - base) as usize];
+            *pd = (*pd).max(d);
+        }
+    }
+    part
+}
+
+/// Producer → consumer links between events with equal flow keys (`prods` sorted). Like XProf,
+/// every pair is linked unless both sides have 64 or more events with the key.
+fn join_flows(prods: &[FlowEnd], cons: &[FlowEnd], links: &mut Vec<(u32, u32)>) {
     // Keys with 64 or more producers link only if they have fewer than 64 consumers.
-    let mut big: HashMap<FlowKey, usize> = HashMap::default();
+    let mut big: HashMap<(u32, u64), usize> = HashMap::default();
     let mut i = 0;
     while i < prods.len() {
-        let key = prods[i].0;
-        let n = prods[i..].iter().take_while(|x| x.0 == key).count();
+        let key = prods[i].key();
+        let n = prods[i..].iter().take_while(|x| x.key() == key).count();
         if n >= 64 {
             big.insert(key, 0);
         }
         i += n;
     }
     if !big.is_empty() {
-        for (k, _) in cons {
-            if let Some(c) = big.get_mut(k) {
-                *c += 1;
+        for c in cons {
+            if let Some(n) = big.get_mut(&c.key()) {
+                *n += 1;
             }
         }
     }
     // Consumers come in event order, their keys mostly rising: search from the last position.
     let mut pos = 0;
-    for &(key, g) in cons {
-        pos = lower_bound_near(prods, pos, &key);
-        if big.get(&key).is_some_and(|&c| c >= 64) {
+    for c in cons {
+        let key = c.key();
+        pos = lower_bound_near(prods, pos, key);
+        if big.get(&key).is_some_and(|&n| n >= 64) {
             continue;
         }
         links.extend(
             prods[pos..]
                 .iter()
-                .take_while(|x| x.0 == key)
-                .map(|x| (x.1, g)),
+                .take_while(|x| x.key() == key)
+                .map(|x| (x.g, c.g)),
         );
     }
 }
 
 /// The first index whose key is not below `key`, found by galloping from `from`.
-fn lower_bound_near(v: &[(FlowKey, u32)], from: usize, key: &FlowKey) -> usize {
+fn lower_bound_near(v: &[FlowEnd], from: usize, key: (u32, u64)) -> usize {
     let from = from.min(v.len());
     let (mut lo, mut hi);
-    if from < v.len() && v[from].0 < *key {
+    if from < v.len() && v[from].key() < key {
         // Forward: the answer is in (lo, hi].
         lo = from;
         let mut step = 1;
         hi = from + 1;
-        while hi < v.len() && v[hi].0 < *key {
+        while hi < v.len() && v[hi].key() < key {
             lo = hi;
             step *= 2;
             hi = from + step;
@@ -721,54 +873,16 @@ fn lower_bound_near(v: &[(FlowKey, u32)], from: usize, key: &FlowKey) -> usize {
         hi = from;
         let mut step = 1;
         lo = from.saturating_sub(1);
-        while lo > 0 && v[lo].0 >= *key {
+        while lo > 0 && v[lo].key() >= key {
             hi = lo;
             step *= 2;
             lo = from.saturating_sub(step);
         }
-        if v.get(lo).is_some_and(|x| x.0 >= *key) {
+        if v.get(lo).is_some_and(|x| x.key() >= key) {
             return lo;
         }
     }
-    lo + v[lo..hi].partition_point(|x| x.0 < *key)
-}
-
-/// Sorts flow endpoints by key. Each thread writes the flows of one type with growing ids, so
-/// after a stable partition by type each part is a few sorted runs (one per thread), which the
-/// run-merging stable sort orders in a few linear passes.
-fn sort_flows(v: &mut Vec<(FlowKey, u32)>) {
-    let mut types: Vec<u64> = Vec::new();
-    for &((t, _, _), _) in v.iter() {
-        if !types.contains(&t) {
-            if types.len() == 16 {
-                v.sort_unstable();
-                return;
-            }
-            types.push(t);
-        }
-    }
-    types.sort_unstable();
-    let mut start = vec![0usize; types.len() + 1];
-    for &((t, _, _), _) in v.iter() {
-        if let Ok(b) = types.binary_search(&t) {
-            start[b + 1] += 1;
-        }
-    }
-    for b in 1..start.len() {
-        start[b] += start[b - 1];
-    }
-    let mut out = vec![((0, 0, 0), 0u32); v.len()];
-    let mut at = start.clone();
-    for &x in v.iter() {
-        if let Ok(b) = types.binary_search(&x.0 .0) {
-            out[at[b]] = x;
-            at[b] += 1;
-        }
-    }
-    for w in start.windows(2) {
-        out[w[0]..w[1]].sort();
-    }
-    *v = out;
+    lo + v[lo..hi].partition_point(|x| x.key() < key)
 }
 
 /// Events linked to their parents by something other than nesting: children by parent (CSR) and
@@ -906,7 +1020,7 @@ fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
             links.push((e, g));
         }
     }
-    join_flows(&mut flat.prods, &flat.cons, &mut links);
+    join_flows(&flat.flows.prods, &flat.flows.cons, &mut links);
     tf_data_ids.sort_unstable();
     let is_tf_data = |c: &Ctx| {
         c.id.is_some_and(|id| tf_data_ids.binary_search(&id).is_ok())
@@ -966,10 +1080,7 @@ fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
         None
     };
     let mut order: Vec<u32> = Vec::new();
-    let mut walk = Walk {
-        stamp: vec![0; flat.n],
-        todo: Vec::new(),
-    };
+    let mut walk = Walk { todo: Vec::new() };
     if !loop_roots.is_empty() {
         loop_roots.sort_by_key(|x| x.0);
         order = loop_roots.iter().map(|x| x.1).collect();
@@ -1036,18 +1147,16 @@ fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
 
 /// Group assignment: from a root, every event reachable through not-yet-grouped events (nested
 /// children on its line and linked children). The reachable set does not depend on the visiting
-/// order, so a depth-first walk gives XProf's breadth-first result.
+/// order, so a depth-first walk gives XProf's breadth-first result. An event reached twice is
+/// skipped the second time (it is grouped by then).
 struct Walk {
-    stamp: Vec<u32>,
     todo: Vec<u32>,
 }
 
 impl Walk {
     fn assign(&mut self, flat: &mut Flat<'_>, links: &Links, root: u32, gid: u32) {
-        let mark = gid.wrapping_add(1);
         self.todo.clear();
         self.todo.push(root);
-        self.stamp[root as usize] = mark;
         while let Some(x) = self.todo.pop() {
             if flat.group[x as usize] != NONE {
                 continue;
@@ -1059,8 +1168,7 @@ impl Walk {
             let mut c = x + 1;
             while c <= last {
                 if flat.nest_parent[c as usize] == x {
-                    if self.stamp[c as usize] != mark {
-                        self.stamp[c as usize] = mark;
+                    if flat.group[c as usize] == NONE {
                         self.todo.push(c);
                     }
                     c = flat.last_desc[c as usize] + 1;
@@ -1069,8 +1177,7 @@ impl Walk {
                 }
             }
             for &c in links.children(x) {
-                if self.stamp[c as usize] != mark {
-                    self.stamp[c as usize] = mark;
+                if flat.group[c as usize] == NONE {
                     self.todo.push(c);
                 }
             }
@@ -1106,15 +1213,22 @@ fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<S
     let mut async_parents: Vec<(u64, u64)> = Vec::new();
     let stages = flat.ctxs.iter().any(|c| c.1.ipl_stage);
     if stages {
-        async_parents = flat.prods.iter().map(|((t, id, _), _)| (*t, *id)).collect();
+        let types = &flat.flows.types;
+        async_parents = flat
+            .flows
+            .prods
+            .iter()
+            .map(|e| (types[e.tp as usize].0, e.id))
+            .collect();
         async_parents.sort_unstable();
         async_parents.dedup();
     }
     let mut async_child = HashSet::default();
     if stages {
-        for &((t, id, _), g) in &flat.cons {
-            if async_parents.binary_search(&(t, id)).is_ok() {
-                async_child.insert(g);
+        for e in &flat.flows.cons {
+            let t = flat.flows.types[e.tp as usize].0;
+            if async_parents.binary_search(&(t, e.id)).is_ok() {
+                async_child.insert(e.g);
             }
         }
     }
@@ -1147,9 +1261,14 @@ fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<S
         // (end, group, type of the enclosing emitted event of the same group or 255, is_stage,
         // is_descendant of an async producer or stage)
         let mut stack: Vec<(i64, u32, u8, bool, bool)> = Vec::new();
+        let mut cur = flat.ctxs.partition_point(|x| x.0 < base);
         for i in 0..ev.len() {
             let g = base + i as u32;
-            let c = flat.get_ctx(g);
+            // Contexts are sorted by event: follow them with a cursor.
+            while flat.ctxs.get(cur).is_some_and(|x| x.0 < g) {
+                cur += 1;
+            }
+            let c = flat.ctxs.get(cur).filter(|x| x.0 == g).map(|x| &x.1);
             let (s, e) = (starts[i], starts[i] + durs[i]);
             let ipl = c.is_some_and(|c| c.ipl_stage);
             let mut is_desc = stages && async_child.contains(&g);
@@ -1542,44 +1661,52 @@ mod tests {
     fn galloping_search_agrees_with_binary_search() {
         // Sorted keys with duplicates and gaps; every start position and every probe key.
         let ids = [1u64, 1, 2, 5, 5, 5, 8, 13, 13, 21, 34, 34, 34, 34, 55];
-        let v: Vec<(FlowKey, u32)> = ids
+        let v: Vec<FlowEnd> = ids
             .iter()
             .enumerate()
-            .map(|(i, &id)| ((0, id, 7), i as u32))
+            .map(|(i, &id)| FlowEnd {
+                tp: 1,
+                id,
+                g: i as u32,
+            })
             .collect();
-        for probe in 0..60u64 {
-            let key = (0, probe, 7);
-            let want = v.partition_point(|x| x.0 < key);
-            for from in 0..=v.len() + 2 {
-                assert_eq!(
-                    lower_bound_near(&v, from, &key),
-                    want,
-                    "{probe} from {from}"
-                );
+        for tp in 0..3 {
+            for probe in 0..60u64 {
+                let key = (tp, probe);
+                let want = v.partition_point(|x| x.key() < key);
+                for from in 0..=v.len() + 2 {
+                    assert_eq!(lower_bound_near(&v, from, key), want, "{key:?} from {from}");
+                }
             }
         }
-        assert_eq!(lower_bound_near(&[], 0, &(0, 1, 0)), 0);
+        assert_eq!(lower_bound_near(&[], 0, (0, 1)), 0);
     }
 
     #[test]
     fn flows_join_every_producer_with_its_consumers() {
-        // Two flow types interleaved (as threads write them), a key with two producers, and a
-        // consumer whose producer is missing.
-        let mut prods = vec![
-            ((15, 20, 1), 0u32),
-            ((0, 3, 1), 1),
-            ((15, 14, 1), 2),
-            ((0, 4, 1), 3),
-            ((0, 4, 1), 4),
-        ];
-        let cons = vec![
-            ((0, 4, 1), 10u32),
-            ((15, 14, 1), 11),
-            ((0, 9, 1), 12),
-            ((15, 20, 1), 13),
-        ];
+        // Two lines: flow types interleaved as threads write them (two process ids), a key with
+        // two producers, a consumer whose producer is missing, and one whose producer is in
+        // another process.
+        let end = |tp, id, g| FlowEnd { tp, id, g };
+        let a = LinePart {
+            prods: vec![end(0, 20, 0), end(1, 3, 1), end(0, 14, 2)],
+            cons: vec![end(1, 4, 5)],
+            types: vec![(15, 7), (0, 7)],
+            ..Default::default()
+        };
+        let b = LinePart {
+            prods: vec![end(0, 4, 3), end(0, 4, 4), end(1, 14, 6)],
+            cons: vec![end(1, 14, 10), end(0, 9, 11), end(1, 20, 12)],
+            types: vec![(0, 7), (15, 8)],
+            ..Default::default()
+        };
+        let flows = merge_flows(&[a, b]);
+        assert_eq!(flows.types, vec![(0, 7), (15, 7), (15, 8)]);
+        assert!(flows.prods.windows(2).all(|w| w[0] <= w[1]));
         let mut links = Vec::new();
-        join_flows(&mut prods, &cons, &mut links);
-        assert_eq!(links, vec![(3, 10), (4, 10), (2, 11), (0, 13)]);
+        join_flows(&flows.prods, &flows.cons, &mut links);
+        // (0,4) in line a's table is type (0,7): producers 3 and 4. (15,14) of process 8 has
+        // producer 6; (15,20) of process 8 has none (producer 0 is process 7).
+        assert_eq!(links, vec![(3, 5), (4, 5), (6, 10)]);
     }
 }

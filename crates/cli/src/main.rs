@@ -1,7 +1,11 @@
 //! `xlens`: serve, report on, and benchmark ML profiles (XSpace `.xplane.pb` log directories).
 
+mod alloc;
 mod bench;
 mod capture;
+
+#[global_allocator]
+static ALLOC: alloc::HugeAlloc = alloc::HugeAlloc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};

@@ -327,17 +327,24 @@ impl FileBytes {
         }
     }
 
-    /// Gives back to the OS the memory of bytes before `upto`, which the caller will not read
-    /// again (they read as zeros afterwards). A no-op where that is not possible.
-    pub fn release_before(&self, upto: usize) {
+    /// Gives back to the OS the memory of the whole pages inside `start..end`, which the caller
+    /// will not read again (they read as zeros afterwards). A no-op where that is not possible.
+    /// Pages shared with bytes outside the range are kept, so disjoint ranges may be released
+    /// from different threads while the rest is being read.
+    pub fn release_range(&self, start: usize, end: usize) {
         if let Inner::Anon(m) = &self.inner {
-            let page = 1 << 16; // release in 64 KiB steps
-            let end = upto.min(m.len()) / page * page;
-            if end > 0 {
+            let page = 4096;
+            let from = start.div_ceil(page) * page;
+            let to = end.min(m.len()) / page * page;
+            if to > from {
                 // SAFETY: the mapping is private and anonymous; DONTNEED only makes the released
                 // pages read as zeros, and callers promise not to read them again.
                 unsafe {
-                    let _ = m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end);
+                    let _ = m.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        from,
+                        to - from,
+                    );
                 }
             }
         }
@@ -397,6 +404,10 @@ pub fn read_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
         Inner::Heap(Vec::new())
     } else {
         let mut m = memmap2::MmapMut::map_anon(size).map_err(io)?;
+        // Huge pages where the kernel offers them: a few hundred page faults fewer per 100 MB,
+        // which is a good part of the read time. Only a hint; failure changes nothing.
+        #[cfg(target_os = "linux")]
+        let _ = m.advise(memmap2::Advice::HugePage);
         f.read_exact(&mut m[..]).map_err(io)?;
         Inner::Anon(m)
     };

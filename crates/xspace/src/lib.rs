@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 use std::fmt;
 use wire::{Reader, Res, Wire};
 use xlens_model::{
-    encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
+    encode_stat, BlobId, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
 };
 
 /// Why a byte string is not a readable XSpace.
@@ -39,16 +39,41 @@ impl std::error::Error for DecodeError {}
 
 /// Decodes a whole XSpace.
 pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
-    decode_with(bytes, &mut |_| {})
+    decode_with(bytes, &|_, _| {})
 }
 
-/// Decodes a whole XSpace, telling `consumed(n)` whenever the bytes before offset `n` will not be
-/// read again (so a memory-mapped caller can release those pages as it goes).
-pub fn decode_with(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed).map_err(|e| *e)
+/// Decodes a whole XSpace, telling `consumed(start, end)` whenever the bytes in `start..end` will
+/// not be read again (so a memory-mapped caller can release those pages as it goes). Large planes
+/// have their lines decoded on several threads, so `consumed` may be called from any of them and
+/// in any order; the ranges never overlap.
+pub fn decode_with(
+    bytes: &[u8],
+    consumed: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Profile, DecodeError> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES).map_err(|e| *e)
 }
 
-fn decode_inner(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Res<Profile> {
+/// [`decode_with`] with the thread count and the plane size from which lines are decoded in
+/// parallel given explicitly (for tests that compare both paths).
+#[doc(hidden)]
+pub fn decode_with_threads(
+    bytes: &[u8],
+    consumed: &(dyn Fn(usize, usize) + Sync),
+    threads: usize,
+    parallel_min_bytes: usize,
+) -> Result<Profile, DecodeError> {
+    decode_inner(bytes, consumed, threads, parallel_min_bytes).map_err(|e| *e)
+}
+
+fn decode_inner(
+    bytes: &[u8],
+    consumed: &(dyn Fn(usize, usize) + Sync),
+    threads: usize,
+    parallel_min_bytes: usize,
+) -> Res<Profile> {
     if bytes.is_empty() {
         return Err(Box::new(DecodeError {
             offset: 0,
@@ -60,6 +85,8 @@ fn decode_inner(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Res<Profile> {
         prof: Profile::default(),
         warn: Warnings::default(),
         consumed,
+        threads,
+        parallel_min_bytes,
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
     while let Some((num, wire)) = r.field()? {
@@ -67,7 +94,10 @@ fn decode_inner(bytes: &[u8], consumed: &mut dyn FnMut(usize)) -> Res<Profile> {
             1 => {
                 r.expect(num, wire, Wire::Len)?;
                 let plane = r.message("XPlane")?;
+                let (start, end) = (plane.offset(), plane.offset() + plane.rest().len());
                 d.plane(plane)?;
+                // Everything of the plane has been copied into the model.
+                consumed(start, end);
             }
             2..=4 => {
                 r.expect(num, wire, Wire::Len)?;
@@ -257,8 +287,105 @@ struct PlaneCtx {
 struct Decoder<'c> {
     prof: Profile,
     warn: Warnings,
-    consumed: &'c mut dyn FnMut(usize),
+    consumed: &'c (dyn Fn(usize, usize) + Sync),
+    threads: usize,
+    parallel_min_bytes: usize,
 }
+
+/// What decoding a line may need to change outside the line: the string table, the blobs, the
+/// plane's metadata. The sequential decoder does it; a parallel worker cannot, and gives the line
+/// back to be decoded sequentially (`None`), which keeps the result identical either way.
+trait Side {
+    fn ctx(&self) -> &PlaneCtx;
+    fn intern(&mut self, b: &[u8]) -> Option<StrId>;
+    fn blob(&mut self, b: &[u8]) -> Option<BlobId>;
+    fn unknown_stat(&mut self, id: i64) -> Option<StrId>;
+    fn placeholder(&mut self, md_id: i64) -> Option<u32>;
+}
+
+/// The sequential side: changes what it must.
+struct Seq<'d, 'c> {
+    d: &'d mut Decoder<'c>,
+    plane: &'d mut Plane,
+    ctx: &'d mut PlaneCtx,
+}
+
+impl Side for Seq<'_, '_> {
+    #[inline(always)]
+    fn ctx(&self) -> &PlaneCtx {
+        self.ctx
+    }
+    fn intern(&mut self, b: &[u8]) -> Option<StrId> {
+        Some(self.d.intern_bytes(b))
+    }
+    fn blob(&mut self, b: &[u8]) -> Option<BlobId> {
+        Some(self.d.prof.add_blob(b))
+    }
+    fn unknown_stat(&mut self, id: i64) -> Option<StrId> {
+        Some(self.d.unknown_stat(id))
+    }
+    fn placeholder(&mut self, md_id: i64) -> Option<u32> {
+        Some(self.d.placeholder_metadata(md_id, self.plane, self.ctx))
+    }
+}
+
+/// The side for metadata and plane stats: interns, never adds metadata.
+struct Meta<'d, 'c> {
+    d: &'d mut Decoder<'c>,
+    ctx: &'d PlaneCtx,
+}
+
+impl Side for Meta<'_, '_> {
+    fn ctx(&self) -> &PlaneCtx {
+        self.ctx
+    }
+    fn intern(&mut self, b: &[u8]) -> Option<StrId> {
+        Some(self.d.intern_bytes(b))
+    }
+    fn blob(&mut self, b: &[u8]) -> Option<BlobId> {
+        Some(self.d.prof.add_blob(b))
+    }
+    fn unknown_stat(&mut self, id: i64) -> Option<StrId> {
+        Some(self.d.unknown_stat(id))
+    }
+    fn placeholder(&mut self, _: i64) -> Option<u32> {
+        None
+    }
+}
+
+/// A worker's side: reads the plane's tables, changes nothing.
+struct Pure<'a> {
+    ctx: &'a PlaneCtx,
+}
+
+impl Side for Pure<'_> {
+    #[inline(always)]
+    fn ctx(&self) -> &PlaneCtx {
+        self.ctx
+    }
+    fn intern(&mut self, _: &[u8]) -> Option<StrId> {
+        None
+    }
+    fn blob(&mut self, _: &[u8]) -> Option<BlobId> {
+        None
+    }
+    fn unknown_stat(&mut self, _: i64) -> Option<StrId> {
+        None
+    }
+    fn placeholder(&mut self, _: i64) -> Option<u32> {
+        None
+    }
+}
+
+/// A decoded line whose names are still raw bytes (interned by the caller, in line order).
+struct LineOut<'a> {
+    line: Line,
+    name: &'a [u8],
+    display_name: &'a [u8],
+}
+
+/// Planes with less line data than this are decoded on one thread.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 impl Decoder<'_> {
     fn intern_bytes(&mut self, b: &[u8]) -> StrId {
@@ -382,20 +509,42 @@ impl Decoder<'_> {
         }
 
         plane.lines.reserve_exact(lines.len());
-        for lr in lines {
-            let line = self.line(lr, &mut plane, &mut ctx)?;
+        let line_bytes: usize = lines.iter().map(|l| l.rest().len()).sum();
+        let threads = self.threads.min(lines.len());
+        let mut done: Vec<Option<Res<Option<LineOut<'_>>>>> = Vec::new();
+        if threads > 1 && line_bytes >= self.parallel_min_bytes {
+            done = decode_lines_parallel(&lines, &ctx, threads, self.consumed);
+        }
+        for (i, lr) in lines.into_iter().enumerate() {
+            let out = match done.get_mut(i).and_then(|x| x.take()) {
+                Some(Ok(Some(out))) => out,
+                Some(Err(e)) => return Err(e),
+                // Not decoded yet, or it needs the sequential side.
+                _ => {
+                    let range = (lr.offset(), lr.offset() + lr.rest().len());
+                    let mut side = Seq {
+                        d: self,
+                        plane: &mut plane,
+                        ctx: &mut ctx,
+                    };
+                    let out = decode_line(&mut side, lr)?.ok_or_else(|| {
+                        Box::new(DecodeError {
+                            offset: range.0 as u64,
+                            message: "internal: the sequential decoder refused a line".into(),
+                            context: "XLine",
+                        })
+                    })?;
+                    (self.consumed)(range.0, range.1);
+                    out
+                }
+            };
+            let mut line = out.line;
+            line.name = self.intern_bytes(out.name);
+            line.display_name = self.intern_bytes(out.display_name);
             plane.lines.push(line);
         }
         self.prof.planes.push(plane);
         Ok(())
-    }
-
-    #[inline(always)]
-    fn stat_name(&mut self, id: i64, ctx: &PlaneCtx) -> StrId {
-        match ctx.stat_names.get(id) {
-            Some(s) => StrId(s),
-            None => self.unknown_stat(id),
-        }
     }
 
     #[cold]
@@ -405,128 +554,11 @@ impl Decoder<'_> {
         self.prof.strings.intern(&format!("<stat {id}>"))
     }
 
-    /// The common shape of an event stat, `metadata_id` (one byte) then one varint value, read
-    /// without the general field loop. `None` means "use the general path".
-    #[inline(always)]
-    fn stat_fast(&mut self, b: &[u8], ctx: &PlaneCtx) -> Option<(StrId, StatValue)> {
-        let [0x08, key, tag, rest @ ..] = b else {
-            return None;
-        };
-        if *key >= 0x80 || rest.is_empty() || rest.len() > 10 {
-            return None;
-        }
-        // The value must be one varint that ends exactly at the end of the message.
-        let mut v = 0u64;
-        for (i, &byte) in rest.iter().enumerate() {
-            v |= ((byte & 0x7f) as u64) << (7 * i);
-            if byte < 0x80 {
-                if i + 1 != rest.len() {
-                    return None;
-                }
-                let value = match *tag {
-                    0x18 => StatValue::U64(v),
-                    0x20 => StatValue::I64(v as i64),
-                    0x38 => StatValue::Ref(self.stat_name(v as i64, ctx)),
-                    _ => return None,
-                };
-                return Some((self.stat_name(*key as i64, ctx), value));
-            }
-        }
-        None
-    }
-
-    #[inline(always)]
-    fn stat(&mut self, mut r: Reader<'_>, ctx: &PlaneCtx) -> Res<(StrId, StatValue)> {
-        let mut key = 0i64;
-        let mut value = StatValue::None;
-        while let Some((num, wire)) = r.field()? {
-            match (num, wire) {
-                (1, Wire::Varint) => key = r.varint()? as i64,
-                (2, Wire::Fixed64) => value = StatValue::F64(f64::from_bits(r.fixed64()?)),
-                (3, Wire::Varint) => value = StatValue::U64(r.varint()?),
-                (4, Wire::Varint) => value = StatValue::I64(r.varint()? as i64),
-                (5, Wire::Len) => value = StatValue::Str(self.string(&mut r)?),
-                (6, Wire::Len) => {
-                    let (b, _) = r.bytes()?;
-                    value = StatValue::Bytes(self.prof.add_blob(b));
-                }
-                (7, Wire::Varint) => {
-                    let id = r.varint()? as i64;
-                    value = StatValue::Ref(self.stat_name(id, ctx));
-                }
-                (1..=7, w) => {
-                    return Err(r.err(r.offset(), format!("XStat field {num} has wire type {w:?}")))
-                }
-                _ => r.skip(wire)?,
-            }
-        }
-        Ok((self.stat_name(key, ctx), value))
-    }
-
-    fn line(&mut self, r: Reader<'_>, plane: &mut Plane, ctx: &mut PlaneCtx) -> Res<Line> {
-        let mut line = Line::default();
-        // One pass over the line. Columns are reserved from the line's size (an event takes at
-        // least ~16 bytes in practice; unused capacity is never touched, so it costs no memory,
-        // and is released when the builder finishes).
-        let line_len = r.rest().len();
-        let mut b = EventsBuilder::with_capacity(line_len / 16 + 1, line_len / 2);
-        let mut r = r;
-        while let Some((num, wire)) = r.field()? {
-            if num != 4 {
-                match (num, wire) {
-                    (1, Wire::Varint) => line.id = r.varint()? as i64,
-                    (2, Wire::Len) => line.name = self.string(&mut r)?,
-                    (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
-                    (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
-                    (10, Wire::Varint) => line.display_id = r.varint()? as i64,
-                    (11, Wire::Len) => line.display_name = self.string(&mut r)?,
-                    (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
-                    (2 | 11, w) => r.expect(num, w, Wire::Len)?,
-                    _ => r.skip(wire)?,
-                }
-                continue;
-            }
-            if wire != Wire::Len {
-                r.expect(num, wire, Wire::Len)?;
-            }
-            let mut e = r.message("XEvent")?;
-            let mut md_id = 0i64;
-            let mut offset = 0i64;
-            let mut dur = 0i64;
-            let mut occurrences = None;
-            // The event is pushed first so its stats can be encoded straight into the columns.
-            b.push(0, 0, 0);
-            while let Some((num, wire)) = e.field()? {
-                match (num, wire) {
-                    (1, Wire::Varint) => md_id = e.varint()? as i64,
-                    (2, Wire::Varint) => offset = e.varint()? as i64,
-                    (3, Wire::Varint) => dur = e.varint()? as i64,
-                    (4, Wire::Len) => {
-                        let st = e.message("XStat")?;
-                        let (k, v) = match self.stat_fast(st.rest(), ctx) {
-                            Some(kv) => kv,
-                            None => self.stat(st, ctx)?,
-                        };
-                        encode_stat(b.stats_buf(), k, v);
-                    }
-                    (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
-                    (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,
-                    (4, w) => e.expect(num, w, Wire::Len)?,
-                    _ => e.skip(wire)?,
-                }
-            }
-            let meta = match ctx.meta_index.get(md_id) {
-                Some(m) => m,
-                None => self.placeholder_metadata(md_id, plane, ctx),
-            };
-            b.set_last(offset, dur, meta);
-            if let Some(n) = occurrences {
-                b.set_occurrences(n);
-            }
-        }
-        line.events = b.finish();
-        (self.consumed)(r.offset());
-        Ok(line)
+    /// A metadata or plane stat (decoded sequentially, before the lines).
+    fn stat(&mut self, r: Reader<'_>, ctx: &PlaneCtx) -> Res<(StrId, StatValue)> {
+        let mut side = Meta { d: self, ctx };
+        // This side never refuses; an empty stat would stand in if it did.
+        Ok(stat(&mut side, r)?.unwrap_or((StrId::EMPTY, StatValue::None)))
     }
 
     fn placeholder_metadata(&mut self, id: i64, plane: &mut Plane, ctx: &mut PlaneCtx) -> u32 {
@@ -542,4 +574,211 @@ impl Decoder<'_> {
         ctx.meta_index.insert(id, idx, plane.event_metadata.len());
         idx
     }
+}
+
+/// The interned name of stat metadata `id`; `None` when a worker meets an unknown id.
+#[inline(always)]
+fn stat_name<S: Side>(side: &mut S, id: i64) -> Option<StrId> {
+    match side.ctx().stat_names.get(id) {
+        Some(s) => Some(StrId(s)),
+        None => side.unknown_stat(id),
+    }
+}
+
+/// The common shape of an event stat, `metadata_id` (one byte) then one varint value, read
+/// without the general field loop. `None` means "use the general path".
+#[inline(always)]
+fn stat_fast<S: Side>(side: &mut S, b: &[u8]) -> Option<Option<(StrId, StatValue)>> {
+    let [0x08, key, tag, rest @ ..] = b else {
+        return None;
+    };
+    if *key >= 0x80 || rest.is_empty() || rest.len() > 10 {
+        return None;
+    }
+    // The value must be one varint that ends exactly at the end of the message.
+    let mut v = 0u64;
+    for (i, &byte) in rest.iter().enumerate() {
+        v |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte < 0x80 {
+            if i + 1 != rest.len() {
+                return None;
+            }
+            let value = match *tag {
+                0x18 => StatValue::U64(v),
+                0x20 => StatValue::I64(v as i64),
+                0x38 => match stat_name(side, v as i64) {
+                    Some(s) => StatValue::Ref(s),
+                    None => return Some(None),
+                },
+                _ => return None,
+            };
+            return Some(stat_name(side, *key as i64).map(|k| (k, value)));
+        }
+    }
+    None
+}
+
+/// A stat, or `None` when it needs a change the side cannot make.
+#[inline(always)]
+fn stat<S: Side>(side: &mut S, mut r: Reader<'_>) -> Res<Option<(StrId, StatValue)>> {
+    let mut key = 0i64;
+    let mut value = StatValue::None;
+    while let Some((num, wire)) = r.field()? {
+        match (num, wire) {
+            (1, Wire::Varint) => key = r.varint()? as i64,
+            (2, Wire::Fixed64) => value = StatValue::F64(f64::from_bits(r.fixed64()?)),
+            (3, Wire::Varint) => value = StatValue::U64(r.varint()?),
+            (4, Wire::Varint) => value = StatValue::I64(r.varint()? as i64),
+            (5, Wire::Len) => {
+                let (b, _) = r.bytes()?;
+                match side.intern(b) {
+                    Some(s) => value = StatValue::Str(s),
+                    None => return Ok(None),
+                }
+            }
+            (6, Wire::Len) => {
+                let (b, _) = r.bytes()?;
+                match side.blob(b) {
+                    Some(id) => value = StatValue::Bytes(id),
+                    None => return Ok(None),
+                }
+            }
+            (7, Wire::Varint) => {
+                let id = r.varint()? as i64;
+                match stat_name(side, id) {
+                    Some(s) => value = StatValue::Ref(s),
+                    None => return Ok(None),
+                }
+            }
+            (1..=7, w) => {
+                return Err(r.err(r.offset(), format!("XStat field {num} has wire type {w:?}")))
+            }
+            _ => r.skip(wire)?,
+        }
+    }
+    Ok(stat_name(side, key).map(|k| (k, value)))
+}
+
+/// Decodes one line; `Ok(None)` when it needs a change `side` cannot make.
+fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'a>>> {
+    let mut line = Line::default();
+    let (mut name, mut display_name): (&[u8], &[u8]) = (&[], &[]);
+    // One pass over the line. Columns are reserved from the line's size (an event takes at
+    // least ~16 bytes in practice; unused capacity is never touched, so it costs no memory,
+    // and is released when the builder finishes).
+    let line_len = r.rest().len();
+    let mut b = EventsBuilder::with_capacity(line_len / 16 + 1, line_len / 2);
+    let mut r = r;
+    while let Some((num, wire)) = r.field()? {
+        if num != 4 {
+            match (num, wire) {
+                (1, Wire::Varint) => line.id = r.varint()? as i64,
+                (2, Wire::Len) => name = r.bytes()?.0,
+                (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
+                (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
+                (10, Wire::Varint) => line.display_id = r.varint()? as i64,
+                (11, Wire::Len) => display_name = r.bytes()?.0,
+                (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
+                (2 | 11, w) => r.expect(num, w, Wire::Len)?,
+                _ => r.skip(wire)?,
+            }
+            continue;
+        }
+        if wire != Wire::Len {
+            r.expect(num, wire, Wire::Len)?;
+        }
+        let mut e = r.message("XEvent")?;
+        let mut md_id = 0i64;
+        let mut offset = 0i64;
+        let mut dur = 0i64;
+        let mut occurrences = None;
+        // The event is pushed first so its stats can be encoded straight into the columns.
+        b.push(0, 0, 0);
+        while let Some((num, wire)) = e.field()? {
+            match (num, wire) {
+                (1, Wire::Varint) => md_id = e.varint()? as i64,
+                (2, Wire::Varint) => offset = e.varint()? as i64,
+                (3, Wire::Varint) => dur = e.varint()? as i64,
+                (4, Wire::Len) => {
+                    let st = e.message("XStat")?;
+                    let kv = match stat_fast(side, st.rest()) {
+                        Some(kv) => kv,
+                        None => stat(side, st)?,
+                    };
+                    let Some((k, v)) = kv else {
+                        return Ok(None);
+                    };
+                    encode_stat(b.stats_buf(), k, v);
+                }
+                (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
+                (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,
+                (4, w) => e.expect(num, w, Wire::Len)?,
+                _ => e.skip(wire)?,
+            }
+        }
+        let meta = match side.ctx().meta_index.get(md_id) {
+            Some(m) => m,
+            None => match side.placeholder(md_id) {
+                Some(m) => m,
+                None => return Ok(None),
+            },
+        };
+        b.set_last(offset, dur, meta);
+        if let Some(n) = occurrences {
+            b.set_occurrences(n);
+        }
+    }
+    line.events = b.finish();
+    Ok(Some(LineOut {
+        line,
+        name,
+        display_name,
+    }))
+}
+
+/// Decodes the lines of one plane on `threads` threads (largest lines first), each line's bytes
+/// released as soon as it is done. Entry `i` is line `i`'s result.
+fn decode_lines_parallel<'a>(
+    lines: &[Reader<'a>],
+    ctx: &PlaneCtx,
+    threads: usize,
+    consumed: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<Option<Res<Option<LineOut<'a>>>>> {
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lines[i].rest().len()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        let mut side = Pure { ctx };
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&i) = order.get(k) else {
+                break;
+            };
+            let lr = lines[i].clone();
+            let range = (lr.offset(), lr.offset() + lr.rest().len());
+            let res = decode_line(&mut side, lr);
+            if matches!(res, Ok(Some(_))) {
+                consumed(range.0, range.1);
+            }
+            out.push((i, res));
+        }
+        out
+    };
+    let mut done: Vec<Option<Res<Option<LineOut<'a>>>>> = Vec::new();
+    done.resize_with(lines.len(), || None);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        for h in handles {
+            // A worker that panicked leaves its lines undone; they are decoded sequentially.
+            if let Ok(v) = h.join() {
+                all.extend(v);
+            }
+        }
+        for (i, res) in all {
+            done[i] = Some(res);
+        }
+    });
+    done
 }

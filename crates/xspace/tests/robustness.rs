@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use xlens_model::{Profile, StatValue, StrId};
-use xlens_xspace::{decode, decode_with, DecodeError};
+use xlens_xspace::{decode, decode_with, decode_with_threads, DecodeError};
 
 const PROFILE_DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -715,6 +715,116 @@ fn mutated_real_fixtures_never_panic() {
     );
     // Both outcomes must occur, or the mutations are not exercising anything.
     assert!(tally.ok > 50 && tally.err > 50);
+}
+
+/// Everything a decoded profile holds, with strings resolved (so it compares across string
+/// tables built in a different order).
+fn canonical(p: &Profile) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let val = |v: StatValue| match v {
+        StatValue::Str(s) | StatValue::Ref(s) => format!("{:?}", p.str(s)),
+        StatValue::Bytes(b) => format!("bytes {:?}", p.blob(b)),
+        other => format!("{other:?}"),
+    };
+    let stats = |st: xlens_model::Stats<'_>| {
+        st.iter()
+            .map(|s| format!("{}={}", p.str(s.key), val(s.value)))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let _ = writeln!(
+        out,
+        "origin {} {} errors {:?} warnings {:?} hosts {:?} import {:?}",
+        p.origin_ps, p.origin_is_wall_clock, p.errors, p.warnings, p.hostnames, p.import_warnings
+    );
+    for pl in &p.planes {
+        let _ = writeln!(
+            out,
+            "plane {} {:?} [{}]",
+            pl.id,
+            p.str(pl.name),
+            stats(pl.stats())
+        );
+        for m in &pl.event_metadata {
+            let _ = writeln!(
+                out,
+                " md {} {:?} {:?} {:?} {:?} [{}]",
+                m.id,
+                p.str(m.name),
+                p.str(m.display_name),
+                m.metadata.map(|b| p.blob(b).len()),
+                m.child_ids,
+                stats(m.stats())
+            );
+        }
+        for l in &pl.lines {
+            let ev = &l.events;
+            let _ = writeln!(
+                out,
+                " line {} {} {:?} {:?} {} {} occ {:?}",
+                l.id,
+                l.display_id,
+                p.str(l.name),
+                p.str(l.display_name),
+                l.timestamp_ns,
+                l.duration_ps,
+                ev.occurrences()
+            );
+            for i in 0..ev.len() {
+                let _ = writeln!(
+                    out,
+                    "  {} {} {} {} [{}]",
+                    ev.start(i),
+                    ev.dur(i),
+                    ev.meta(i),
+                    ev.depth(i),
+                    stats(ev.stats(i))
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Decodes on one thread and on two (every plane split by line); both must give the same profile
+/// or the same error.
+fn same_both_ways(bytes: &[u8], what: &str) -> bool {
+    let seq = decode_with_threads(bytes, &|_, _| {}, 1, usize::MAX);
+    let par = decode_with_threads(bytes, &|_, _| {}, 2, 0);
+    match (&seq, &par) {
+        (Ok(a), Ok(b)) => assert_eq!(canonical(a), canonical(b), "{what}"),
+        (Err(a), Err(b)) => assert_eq!(a, b, "{what}"),
+        _ => panic!(
+            "{what}: sequential {:?}, parallel {:?}",
+            seq.is_ok(),
+            par.is_ok()
+        ),
+    }
+    seq.is_ok()
+}
+
+#[test]
+fn parallel_line_decoding_gives_the_sequential_result() {
+    let mut ok = 0;
+    let mut err = 0;
+    for (fi, (name, bytes)) in fixtures().iter().enumerate() {
+        assert!(same_both_ways(bytes, name), "{name} decodes");
+        let mut rng = Rng::new(0x9a4a_11e1 + fi as u64);
+        for s in 0..3 {
+            let (sample, _) = shrink(bytes, &mut rng, 4, 40);
+            for k in 0..40 {
+                let (m, d) = mutate(&mut rng, &sample);
+                if same_both_ways(&m, &format!("{name} sample {s} mutation {k}: {d}")) {
+                    ok += 1;
+                } else {
+                    err += 1;
+                }
+            }
+        }
+    }
+    // Both outcomes must occur (errors in some line, and line-level changes that still decode).
+    assert!(ok > 20 && err > 20, "{ok} decoded, {err} rejected");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1509,11 +1619,23 @@ fn nested_error_offsets_are_absolute() {
 }
 
 #[test]
-fn consumed_offsets_only_move_forward() {
-    let (_, bytes) = fixtures().iter().min_by_key(|(_, b)| b.len()).unwrap();
-    let mut seen = Vec::new();
-    decode_with(bytes, &mut |n| seen.push(n)).unwrap();
-    assert!(!seen.is_empty());
-    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
-    assert!(*seen.last().unwrap() <= bytes.len());
+fn consumed_ranges_lie_in_the_file_and_never_overlap() {
+    for (name, bytes) in fixtures() {
+        let seen = std::sync::Mutex::new(Vec::new());
+        decode_with(bytes, &|a, b| seen.lock().unwrap().push((a, b))).unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        assert!(!seen.is_empty(), "{name}");
+        seen.sort_unstable();
+        assert!(
+            seen.iter().all(|&(a, b)| a <= b && b <= bytes.len()),
+            "{name}: {seen:?}"
+        );
+        // Lines are released inside their plane, planes after their lines: ranges nest or are
+        // disjoint, never partly overlap.
+        for (i, &(a, b)) in seen.iter().enumerate() {
+            for &(c, d) in &seen[i + 1..] {
+                assert!(d <= b || c >= b, "{name}: {a}..{b} and {c}..{d}");
+            }
+        }
+    }
 }
