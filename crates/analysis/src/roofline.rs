@@ -1,7 +1,8 @@
 //! Roofline model: operational intensity (FLOP per HBM byte) against FLOP rate, with the device's
 //! compute roof, HBM roof and ridge point; a point for the whole host (over all time, IDLE
 //! included, as XProf's `Program` row), for each program, for each step (when the profile has
-//! steps) and for each op; the table of records; compute- vs memory-bound per op.
+//! steps) and for each op, over the whole profile or, with a step chosen, within that step; the
+//! table of records; compute- vs memory-bound per op.
 //!
 //! The op figures are those of [`crate::op_profile`] (XLA's FLOPs and bytes where the profile has
 //! them, else the cost model), the roofs those of [`crate::peaks`] (with their source).
@@ -66,6 +67,8 @@ pub struct HostRoofline {
     pub cost_source: CostSource,
     pub op_count: usize,
     pub step_count: usize,
+    /// The step whose ops the op points describe (`None`: the whole profile).
+    pub selected_step: Option<String>,
     /// Whole host, programs, steps, then every op (by self time).
     pub points: Vec<RooflinePoint>,
     pub compute_bound_ops: usize,
@@ -254,8 +257,110 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
         .collect()
 }
 
-/// The roofline of one host.
+/// Op points within one step (the step labelled `label` in the step points): each op's
+/// occurrences starting in the step, their summed duration and self time, and their
+/// per-occurrence FLOPs and bytes. `None` when no step has that label.
+fn step_op_points(
+    p: &Profile,
+    ops: &[OpRow],
+    peaks: Option<&PeakSpec>,
+    label: &str,
+) -> Option<Vec<RooflinePoint>> {
+    let steps = find_steps(p);
+    let (_, step) = steps
+        .steps
+        .iter()
+        .enumerate()
+        .find(|(i, s)| s.step_num.map_or_else(|| i.to_string(), |v| v.to_string()) == label)?;
+    let (from, to) = (step.start_ps, step.start_ps + step.dur_ps);
+    let index: HashMap<(&str, Option<u64>), usize> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| ((o.name.as_str(), o.program_id), i))
+        .collect();
+    let (source, lines) = op_lines(p);
+    let kp = p.key("program_id");
+    let kh = p.key("hlo_op");
+    // Per op row: (time, self time, occurrences).
+    let mut acc: Vec<(i64, i64, u64)> = vec![(0, 0, 0); ops.len()];
+    for (plane, line) in lines {
+        let ev = &line.events;
+        let lo = ev.lower_bound(from);
+        let hi = ev.lower_bound(to);
+        if lo >= hi {
+            continue;
+        }
+        let self_times = ev.self_times();
+        for i in lo..hi {
+            let Some(md) = plane.metadata_of(line, i) else {
+                continue;
+            };
+            let st = ev.stats(i);
+            if source == Some(OpSource::HostXlaOps) && kh.is_none_or(|k| st.get(k).is_none()) {
+                continue;
+            }
+            let pid = kp
+                .and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
+                .and_then(|v| match v {
+                    StatValue::U64(u) => Some(u),
+                    StatValue::I64(i) => Some(i as u64),
+                    _ => None,
+                });
+            let name = p.str(op_name(p, md));
+            let Some(&row) = index.get(&(name, pid)).or_else(|| index.get(&(name, None))) else {
+                continue;
+            };
+            let a = &mut acc[row];
+            a.0 += ev.dur(i);
+            a.1 += self_times.get(i).copied().unwrap_or(0);
+            a.2 += 1;
+        }
+    }
+    let mut points: Vec<RooflinePoint> = ops
+        .iter()
+        .zip(acc)
+        .filter(|(_, a)| a.2 > 0)
+        .map(|(o, (t, st, n))| {
+            let per = o.occurrences.max(1) as f64;
+            let k = n as f64 / per;
+            point(
+                label,
+                "op",
+                &o.name,
+                &o.program,
+                &o.category,
+                n,
+                t,
+                st,
+                o.flops * k,
+                o.hbm_bytes * k,
+                o.bytes_accessed * k,
+                peaks,
+                o.source.as_deref().unwrap_or(""),
+            )
+        })
+        .collect();
+    points.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Some(points)
+}
+
+/// The roofline of one host, with op points over the whole profile.
 pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
+    host_roofline_at(host, p, user, None)
+}
+
+/// The roofline of one host; with `step`, the op points are those of that step (labelled as in
+/// the step points), else of the whole profile.
+pub fn host_roofline_at(
+    host: &str,
+    p: &Profile,
+    user: UserPeaks,
+    step: Option<&str>,
+) -> HostRoofline {
     let h = host_ops(p, user);
     let peaks = Some(&h.peaks);
     let mut ops = h.ops;
@@ -306,10 +411,28 @@ pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
     let steps = step_points(p, &ops, peaks);
     let step_count = steps.len();
     points.extend(steps);
+    let mut notes = h.notes;
+    let in_step = step.and_then(|label| {
+        let pts = step_op_points(p, &ops, peaks, label);
+        if pts.is_none() {
+            notes.push(format!(
+                "No step `{label}`: op points are over the whole profile."
+            ));
+        }
+        pts.map(|pts| (label.to_string(), pts))
+    });
+    let (selected_step, op_points) = match in_step {
+        Some((label, pts)) => {
+            notes.push(format!(
+                "Op points of step {label}: each op's occurrences starting in the step, their time and self time, and their share of the op's FLOPs and bytes."
+            ));
+            (Some(label), pts)
+        }
+        None => (None, ops.iter().map(|o| op_point(o, peaks)).collect()),
+    };
     let mut compute = 0;
     let mut memory = 0;
-    for o in &ops {
-        let pt = op_point(o, peaks);
+    for pt in op_points {
         match pt.bound_by {
             "Compute" => compute += 1,
             "HBM" => memory += 1,
@@ -317,7 +440,6 @@ pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
         }
         points.push(pt);
     }
-    let mut notes = h.notes;
     if step_count > 0 {
         notes.push("Step points: ops starting within each step; time is their summed duration, FLOPs and bytes their per-occurrence figures.".into());
     }
@@ -331,6 +453,7 @@ pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
         cost_source: h.cost_source,
         op_count: ops.len(),
         step_count,
+        selected_step,
         points,
         compute_bound_ops: compute,
         memory_bound_ops: memory,
@@ -339,12 +462,17 @@ pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
 }
 
 /// The roofline of every host of `sessions`.
-pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> RooflineReport {
+pub fn report(
+    sessions: &[Session],
+    load: &mut Loader<'_>,
+    user: UserPeaks,
+    step: Option<&str>,
+) -> RooflineReport {
     let mut hosts = Vec::new();
     for s in sessions {
         for h in &s.hosts {
             hosts.push(match load(h) {
-                Ok(p) => host_roofline(&h.host, &p, user),
+                Ok(p) => host_roofline_at(&h.host, &p, user, step),
                 Err(e) => HostRoofline {
                     host: h.host.clone(),
                     error: Some(e),
@@ -355,6 +483,7 @@ pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> R
                     cost_source: CostSource::None,
                     op_count: 0,
                     step_count: 0,
+                    selected_step: None,
                     points: Vec::new(),
                     compute_bound_ops: 0,
                     memory_bound_ops: 0,

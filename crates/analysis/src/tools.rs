@@ -154,6 +154,9 @@ pub struct ToolParams {
     /// `roofline_model` (CPU profiles; overrides the profile's own figures when given).
     pub peak_flops: Option<f64>,
     pub peak_bw: Option<f64>,
+    /// Step whose ops `roofline_model` plots (the step's label, e.g. `12`); the whole profile when
+    /// unset.
+    pub step: Option<String>,
 }
 
 /// Runs tool `name` over `sessions` (already narrowed to the wanted hosts).
@@ -298,7 +301,8 @@ pub fn run_tool_with(
                     })
                 }
                 _ => {
-                    let r = crate::roofline::report(sessions, &mut *load, user);
+                    let r =
+                        crate::roofline::report(sessions, &mut *load, user, params.step.as_deref());
                     Ok(ToolOutput {
                         text: crate::roofline::render_text(&r),
                         csv: Some(crate::roofline::render_csv(&r)),

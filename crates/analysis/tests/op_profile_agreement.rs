@@ -280,3 +280,45 @@ fn jax_cpu_gets_op_profile_hlo_stats_and_roofline() {
         );
     }
 }
+
+#[test]
+fn roofline_op_points_of_one_step_add_up_to_the_step() {
+    let user = UserPeaks {
+        flops_per_second: Some(1e11),
+        bytes_per_second: Some(2e10),
+    };
+    let p = load("jax_mlp_small");
+    let all = xlens_analysis::roofline::host_roofline("vm", &p, user);
+    let steps: Vec<_> = all.points.iter().filter(|x| x.kind == "step").collect();
+    assert!(steps.len() >= 8, "{} step points", steps.len());
+    for st in &steps {
+        let r = xlens_analysis::roofline::host_roofline_at("vm", &p, user, Some(&st.step));
+        assert_eq!(r.selected_step.as_deref(), Some(st.step.as_str()));
+        let ops: Vec<_> = r.points.iter().filter(|x| x.kind == "op").collect();
+        assert!(!ops.is_empty(), "step {}", st.step);
+        assert!(ops.iter().all(|x| x.step == st.step));
+        // The step point counts the same op occurrences, time, FLOPs and bytes.
+        let n: u64 = ops.iter().map(|x| x.occurrences).sum();
+        let t: i64 = ops.iter().map(|x| x.time_ps).sum();
+        let f: f64 = ops.iter().map(|x| x.flops).sum();
+        let b: f64 = ops.iter().map(|x| x.hbm_bytes).sum();
+        assert_eq!((n, t), (st.occurrences, st.time_ps), "step {}", st.step);
+        assert!(
+            (f - st.flops).abs() <= 1e-6 * st.flops.max(1.0),
+            "step {}",
+            st.step
+        );
+        assert!((b - st.hbm_bytes).abs() <= 1e-6 * st.hbm_bytes.max(1.0));
+        // Self time never exceeds time; ops of a step are fewer than over the whole profile.
+        assert!(ops.iter().all(|x| x.self_time_ps <= x.time_ps));
+        assert!(ops.len() <= all.op_count);
+    }
+    // An unknown step says so and keeps the whole-profile op points.
+    let r = xlens_analysis::roofline::host_roofline_at("vm", &p, user, Some("no such step"));
+    assert_eq!(r.selected_step, None);
+    assert!(r.notes.iter().any(|n| n.contains("No step `no such step`")));
+    assert_eq!(
+        r.points.iter().filter(|x| x.kind == "op").count(),
+        all.op_count
+    );
+}

@@ -68,6 +68,10 @@ struct ParamArgs {
     /// op_profile / hlo_stats / roofline_model: peak memory bandwidth in bytes/s (e.g. 2e11).
     #[arg(long)]
     peak_bw: Option<f64>,
+    /// roofline_model: plot the ops of this step (its label, e.g. 12) instead of the whole
+    /// profile.
+    #[arg(long)]
+    step: Option<String>,
 }
 
 impl ParamArgs {
@@ -82,6 +86,7 @@ impl ParamArgs {
             radius: self.radius,
             peak_flops: self.peak_flops,
             peak_bw: self.peak_bw,
+            step: self.step.clone(),
         }
     }
 }

@@ -403,6 +403,14 @@ async function select(track, index) {
   state.flows = d.flows;
   draw();
   const flows = d.flows.map((f, i) => `<li>${f.direction === 'out' ? '→' : '←'} <a href="#" data-flow="${i}">${esc(f.name)}</a> <span class="dim">${esc(f.kind)} ${f.id}</span></li>`).join('');
+  // XLA ops (an `hlo_op` stat on CPU threads, the `XLA Ops` line on devices) link to their HLO graph.
+  const stat = (k) => (d.stats.find(([sk]) => sk === k) || [])[1];
+  const hloOp = stat('hlo_op') || (d.line === 'XLA Ops' ? d.name : '');
+  const hloModule = stat('hlo_module') || '';
+  const graphQ = new URLSearchParams({ run, tool: 'graph_viewer', op: hloOp });
+  if (host) graphQ.set('host', host);
+  if (hloModule) graphQ.set('module', hloModule);
+  const graph = hloOp ? `<p><a class="tv-graph" href="/?${graphQ}">HLO graph around ${esc(hloOp)}</a></p>` : '';
   details.innerHTML = `<h3 class="tv-name">${esc(d.name)}</h3>
     ${d.long_name && d.long_name !== d.name ? `<pre class="tv-long">${esc(d.long_name)}</pre>` : ''}
     <table class="kv"><tr><th>Track</th><td>${esc(d.plane)} · ${esc(d.line)}</td></tr>
@@ -413,6 +421,7 @@ async function select(track, index) {
     ${d.step ? `<tr><th>Step</th><td>${esc(d.step)}</td></tr>` : ''}
     ${d.source ? `<tr><th>Source</th><td class="name">${esc(d.source)}</td></tr>` : ''}
     ${rows}</table>
+    ${graph}
     ${flows ? `<h4>Flows</h4><ul class="tv-flows">${flows}</ul>` : ''}`;
   details.dataset.name = d.name;
   details.querySelectorAll('a[data-flow]').forEach((a) => a.addEventListener('click', (ev) => {

@@ -142,6 +142,8 @@ pub struct ToolQuery {
     pub module: Option<String>,
     /// `memory_viewer`: XLA memory space (0 when unset).
     pub memory_space: Option<String>,
+    /// `roofline_model`: the step whose ops to plot (the whole profile when unset).
+    pub step: Option<String>,
 }
 
 /// Tool options from query values (empty values, as HTML forms send them, count as unset).
@@ -149,6 +151,7 @@ fn tool_params(
     op: &Option<String>,
     radius: &Option<String>,
     module: &Option<String>,
+    step: &Option<String>,
 ) -> tools::ToolParams {
     let some = |v: &Option<String>| {
         v.as_ref()
@@ -159,6 +162,7 @@ fn tool_params(
         op: some(op),
         radius: some(radius).and_then(|r| r.parse().ok()),
         module: some(module),
+        step: some(step),
         ..Default::default()
     }
 }
@@ -224,7 +228,7 @@ async fn api_tool(
     UrlPath(tool): UrlPath<String>,
     Query(q): Query<ToolQuery>,
 ) -> Response {
-    let mut params = tool_params(&q.op, &q.radius, &q.module);
+    let mut params = tool_params(&q.op, &q.radius, &q.module, &q.step);
     params.memory_space = q
         .memory_space
         .as_deref()
@@ -264,6 +268,8 @@ struct PageQuery {
     memory_space: Option<String>,
     /// `op_profile`: grouping (`program`, `category` or `provenance`).
     group: Option<String>,
+    /// `roofline_model`: the step whose ops to plot.
+    step: Option<String>,
 }
 
 /// The memory viewer's module with the largest peak (the listing is sorted that way).
@@ -319,7 +325,7 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         // The trace viewer draws itself from the level-of-detail API.
         html::trace_body()
     } else {
-        let mut params = tool_params(&q.op, &q.radius, &q.module);
+        let mut params = tool_params(&q.op, &q.radius, &q.module, &q.step);
         params.memory_space = q
             .memory_space
             .as_deref()

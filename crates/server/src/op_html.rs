@@ -503,6 +503,38 @@ pub fn roofline_svg(h: &Value) -> String {
     o
 }
 
+/// A form choosing whose ops the roofline plots: the whole profile or one step.
+fn step_picker(o: &mut String, h: &Value, run: &str, host: &str) {
+    let steps: Vec<&str> = arr(h, "points")
+        .iter()
+        .filter(|p| s(p, "kind") == "step")
+        .map(|p| s(p, "step"))
+        .collect();
+    if steps.is_empty() {
+        return;
+    }
+    let selected = h.get("selected_step").and_then(Value::as_str);
+    let _ = write!(
+        o,
+        "<form class=\"step-picker\" method=\"get\" action=\"/\"><input type=\"hidden\" name=\"run\" value=\"{}\"><input type=\"hidden\" name=\"tool\" value=\"roofline_model\"><input type=\"hidden\" name=\"host\" value=\"{}\"><label>Op points of <select name=\"step\" onchange=\"this.form.submit()\"><option value=\"\">the whole profile</option>",
+        esc(run),
+        esc(host)
+    );
+    for st in steps {
+        let _ = write!(
+            o,
+            "<option value=\"{v}\"{sel}>step {v}</option>",
+            v = esc(st),
+            sel = if selected == Some(st) {
+                " selected"
+            } else {
+                ""
+            }
+        );
+    }
+    o.push_str("</select></label> <noscript><button>Show</button></noscript></form>");
+}
+
 /// The roofline page: plot, then the table of records.
 pub fn roofline_view(r: &Value, run: &str) -> String {
     let mut o = String::from("<section class=\"roofline\"><h1>Roofline</h1>");
@@ -528,6 +560,7 @@ pub fn roofline_view(r: &Value, run: &str) -> String {
             n(h, "step_count")
         );
         notes(&mut o, h);
+        step_picker(&mut o, h, run, host);
         o.push_str(&roofline_svg(h));
         let pts = arr(h, "points");
         let _ = write!(

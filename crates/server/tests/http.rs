@@ -101,6 +101,19 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
         html.contains("<select name=\"run\">") && html.contains("dot.2"),
         "{html}"
     );
+    // The roofline page offers its steps; choosing one plots that step's ops (and says so).
+    let (code, html) = get(&addr, "/?run=jax_mlp_small&tool=roofline_model");
+    assert_eq!(code, 200);
+    assert!(
+        html.contains("<select name=\"step\"")
+            && html.contains("<option value=\"3\">step 3</option>"),
+        "{html}"
+    );
+    let (_, html) = get(&addr, "/?run=jax_mlp_small&tool=roofline_model&step=3");
+    assert!(html.contains("<option value=\"3\" selected>") && html.contains("Op points of step 3"));
+    let (code, body) = get(&addr, "/api/tool/roofline_model?run=jax_mlp_small&step=3");
+    assert_eq!(code, 200);
+    assert_eq!(json(&body)["hosts"][0]["selected_step"], "3");
     let (_, html) = get(&addr, "/?run=broken");
     assert!(html.contains("class=\"error\"") && html.contains("at byte"));
     assert_eq!(get(&addr, "/static/app.js").0, 200);
