@@ -7,7 +7,8 @@ For each tool, both sides start cold in a fresh process:
     file carries over); the time is that call's wall time (imports excluded).
   * xlens: a new `xlens bench FILE --tool T --reps 1 --json` process; the time is its first answer
     (read + decode + tool).
-Each side runs --reps times; the table gives the median and the range, and the ratio of medians.
+Each side runs --reps times, the two sides taking turns; the table gives the median and the
+range, and the ratio of medians.
 
 Usage (with a Python that has `xprof`, e.g. the one `.ci/run` makes):
   .ci-venv/bin/python benches/vs_xprof.py PROFILE.xplane.pb [--reps 3]
@@ -74,8 +75,11 @@ def main():
     print('| tool | xlens first answer, median (range) | XProf cold, median (range) | ratio |')
     print('|---|---|---|---|')
     for tool in a.tools.split(','):
-        x = [xlens_once(a.xlens, path, tool) for _ in range(a.reps)]
-        p = [xprof_once(a.python, path, tool) for _ in range(a.reps)]
+        # Alternating, so that both sides run in the same conditions (page cache, free memory).
+        x, p = [], []
+        for _ in range(a.reps):
+            x.append(xlens_once(a.xlens, path, tool))
+            p.append(xprof_once(a.python, path, tool))
         ratio = statistics.median(p) / statistics.median(x)
         print(f'| {tool} | {fmt(x)} | {fmt(p)} | {ratio:.1f}× |', flush=True)
 
