@@ -209,13 +209,26 @@ enum Prov {
     Hlo(u32),
 }
 
-/// Builds the op-metrics database of one host.
-pub fn op_metrics(p: &Profile) -> OpMetricsDb {
-    let (source, lines) = op_lines(p);
-    let k = Keys::new(p);
-    // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
-    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
-    let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
+/// Op lines with fewer events in all are aggregated on one thread.
+const PARALLEL_MIN_EVENTS: usize = 200_000;
+
+/// What tells merged ops apart: metadata name, module, and provenance (kind and text).
+type MergeKey = (StrId, StrId, u8, String);
+
+/// The ops and devices of some op lines.
+struct Partial {
+    metrics: Vec<(MergeKey, OpMetric, Vec<StrId>)>,
+    devices: Vec<DeviceTime>,
+}
+
+/// Aggregates `lines` (a part of the host's op lines, in order).
+fn partial_metrics(
+    p: &Profile,
+    source: Option<OpSource>,
+    k: &Keys,
+    hlo: Option<&HloIndex>,
+    lines: &[(&Plane, &Line)],
+) -> Partial {
     // HLO op_name per (module, op), as an index into `hlo_names` (computed once per op).
     let mut op_name_cache: FxMap<(StrId, StrId), Option<u32>> = FxMap::default();
     let mut hlo_names: Vec<String> = Vec::new();
@@ -227,8 +240,7 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
     let mut md_vals: (*const Plane, Vec<(bool, Vals)>) = (std::ptr::null(), Vec::new());
-    for (plane, line) in &lines {
-        let (plane, line): (&Plane, &Line) = (plane, line);
+    for &(plane, line) in lines {
         let ev = &line.events;
         let self_times = device_self_times(p, line).unwrap_or_else(|| ev.self_times());
         let dev_name = if source == Some(OpSource::HostXlaOps) {
@@ -305,7 +317,7 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
                                 p,
                                 &vals,
                                 module,
-                                hlo.as_ref(),
+                                hlo,
                                 &mut op_name_cache,
                                 &mut hlo_names,
                             );
@@ -341,6 +353,86 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         }
         if first <= last {
             devices[dev_idx].span_ps += last - first;
+        }
+    }
+    let mut keys: Vec<(Key, u32)> = index.into_iter().collect();
+    keys.sort_unstable_by_key(|x| x.1);
+    let metrics = keys
+        .into_iter()
+        .zip(agg)
+        .map(|((key, _), (m, devs))| {
+            let (kind, text) = match key.2 {
+                Prov::None => (0, String::new()),
+                Prov::Str(s) => (1, p.str(s).to_string()),
+                Prov::Hlo(h) => (2, hlo_names.get(h as usize).cloned().unwrap_or_default()),
+            };
+            ((key.0, key.1, kind, text), m, devs)
+        })
+        .collect();
+    Partial { metrics, devices }
+}
+
+/// Builds the op-metrics database of one host. The op lines are cut into a first and a second
+/// part of about equal event counts, aggregated on two threads and merged in line order (the cut
+/// depends only on the profile, so the result does not depend on the number of cores).
+pub fn op_metrics(p: &Profile) -> OpMetricsDb {
+    let (source, lines) = op_lines(p);
+    let k = Keys::new(p);
+    // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
+    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
+    let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
+    let sizes: Vec<usize> = lines.iter().map(|(_, l)| l.events.len()).collect();
+    let total: usize = sizes.iter().sum();
+    let mut cut = 0;
+    let mut acc = 0;
+    while cut < lines.len() && acc * 2 < total {
+        acc += sizes[cut];
+        cut += 1;
+    }
+    let (first, second) = lines.split_at(cut);
+    let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo.as_ref(), ls);
+    let (pa, pb) = if total >= PARALLEL_MIN_EVENTS && !second.is_empty() {
+        crate::par::join(|| run(first), || run(second))
+    } else {
+        (run(first), run(second))
+    };
+    // Merge in line order: the first part's ops first, each op keeping its first occurrence's
+    // program, category and source.
+    let mut index: HashMap<MergeKey, usize> = HashMap::new();
+    let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
+    let mut devices: Vec<DeviceTime> = Vec::new();
+    for part in [pa, pb] {
+        for (key, m, devs) in part.metrics {
+            match index.get(&key) {
+                Some(&i) => {
+                    let (t, tdevs) = &mut agg[i];
+                    t.occurrences += m.occurrences;
+                    t.total_time_ps += m.total_time_ps;
+                    t.self_time_ps += m.self_time_ps;
+                    t.min_time_ps = t.min_time_ps.min(m.min_time_ps);
+                    t.flops += m.flops;
+                    t.bytes_accessed += m.bytes_accessed;
+                    for d in devs {
+                        if !tdevs.contains(&d) {
+                            tdevs.push(d);
+                        }
+                    }
+                }
+                None => {
+                    index.insert(key, agg.len());
+                    agg.push((m, devs));
+                }
+            }
+        }
+        for d in part.devices {
+            match devices.iter_mut().find(|x| x.name == d.name) {
+                Some(t) => {
+                    t.ops += d.ops;
+                    t.span_ps += d.span_ps;
+                    t.busy_ps += d.busy_ps;
+                }
+                None => devices.push(d),
+            }
         }
     }
     for d in &mut devices {
