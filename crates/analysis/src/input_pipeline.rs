@@ -1,5 +1,12 @@
 //! Input pipeline analyzer: how much of each step waits for input, and the host-side input
 //! events (tf.data iterators, `IteratorGetNext*`, JAX data-loading annotations).
+//!
+//! The input op table follows XProf's: host framework ops of input kinds (tf.data `Iterator::*`,
+//! `InfeedEnqueue*`, `MemcpyHToD*`) with their framework-op self time (time minus the framework ops
+//! nested in them on the same thread) and XProf's category (enqueue, demanded or advanced file
+//! read, preprocessing), and the host time per category. xlens adds, marked `in_xprof: false`, the
+//! events that wait for input (`IteratorGetNext*`) and JAX data-loading annotations, which XProf
+//! leaves out.
 
 use serde::Serialize;
 use std::collections::HashMap;
@@ -20,11 +27,28 @@ pub struct StepInput {
 #[derive(Debug, Clone, Serialize)]
 pub struct InputOp {
     pub name: String,
-    /// `tf.data`, `IteratorGetNext` or `data loading annotation`.
+    /// XProf's category (`Enqueue`, `Demanded file read`, `Advanced file read`,
+    /// `Preprocessing`), or for rows XProf does not list `IteratorGetNext (waits for input)` /
+    /// `data loading annotation`.
     pub category: &'static str,
+    /// Whether XProf's input op table lists it.
+    pub in_xprof: bool,
     pub count: u64,
     pub total_time_ps: i64,
     pub self_time_ps: i64,
+    /// Time and self time as a share of the summed self time of the XProf-listed rows.
+    pub time_percent: f64,
+    pub self_time_percent: f64,
+}
+
+/// Host input time by XProf's categories (summed self time of the XProf-listed rows), in µs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostInputBreakdown {
+    pub enqueue_us: f64,
+    pub demanded_file_read_us: f64,
+    pub advanced_file_read_us: f64,
+    pub preprocessing_us: f64,
+    pub unclassified_us: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,8 +57,13 @@ pub struct HostInput {
     pub error: Option<String>,
     pub steps: Vec<StepInput>,
     pub input_percent: f64,
+    /// Share of step time in the "All others" column (time no event of the step covers).
+    pub all_other_percent: f64,
+    /// XProf's classification: `HIGHLY`, `MODERATELY`, `POTENTIALLY` or `NOT` input-bound.
+    pub classification: &'static str,
     pub verdict: String,
     pub input_ops: Vec<InputOp>,
+    pub host_breakdown: HostInputBreakdown,
     pub explanation: &'static str,
 }
 
@@ -43,12 +72,47 @@ pub struct InputPipeline {
     pub hosts: Vec<HostInput>,
 }
 
+/// XProf's category of an input framework op (`CategorizeInputOp`); `None` for other ops.
+fn xprof_category(op_type: &str, name: &str) -> Option<&'static str> {
+    if op_type.starts_with("InfeedEnqueue") || op_type.starts_with("MemcpyHToD") {
+        return Some("Enqueue");
+    }
+    if op_type != "Dataset" {
+        return None;
+    }
+    const FILE_READS: [&str; 6] = [
+        "::TFRecord",
+        "::TextLine",
+        "::FixedLengthRecord",
+        "::SSTable",
+        "::RecordIO",
+        "::ArrayRecord",
+    ];
+    const AHEAD: [&str; 5] = [
+        "::MemoryReader",
+        "::MemoryWriter",
+        "::Interleave",
+        "::Prefetch",
+        "::ParallelMap",
+    ];
+    Some(if FILE_READS.iter().any(|s| name.ends_with(s)) {
+        if AHEAD.iter().any(|s| name.contains(s)) {
+            "Advanced file read"
+        } else {
+            "Demanded file read"
+        }
+    } else {
+        "Preprocessing"
+    })
+}
+
+/// Input events XProf does not list: waits for input and data-loading annotations.
 fn classify(name: &str) -> Option<&'static str> {
     if name.starts_with("Iterator::") {
-        return Some("tf.data");
+        return None;
     }
     if name.starts_with("IteratorGetNext") || name.contains(":IteratorGetNext") {
-        return Some("IteratorGetNext");
+        return Some("IteratorGetNext (waits for input)");
     }
     let l = name.to_ascii_lowercase();
     const HINTS: [&str; 7] = [
@@ -93,15 +157,63 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
     } else {
         0.0
     };
-    let verdict = if steps.is_empty() {
-        "No steps, so the input share of step time is unknown.".to_string()
-    } else if input_percent >= 20.0 {
-        format!("Highly input-bound: {input_percent:.1}% of step time waits for input.")
-    } else if input_percent >= 5.0 {
-        format!("Moderately input-bound: {input_percent:.1}% of step time waits for input.")
+    let other_idx = CATEGORIES.iter().position(|c| c.id == "other").unwrap_or(0);
+    let other: i64 = db
+        .steps
+        .iter()
+        .map(|r| r.breakdown_ps.get(other_idx).copied().unwrap_or(0))
+        .sum();
+    let all_other_percent = if tot > 0 {
+        100.0 * other as f64 / tot as f64
     } else {
-        format!("Not input-bound: {input_percent:.1}% of step time waits for input.")
+        0.0
     };
+    // XProf's thresholds: 20% and 5% of step time waiting for input; else 3% in "All others"
+    // (which may be I/O or Python) makes it potentially input-bound.
+    let (classification, verdict) = if steps.is_empty() {
+        (
+            "",
+            "No steps, so the input share of step time is unknown.".to_string(),
+        )
+    } else if input_percent >= 20.0 {
+        ("HIGHLY", format!("Highly input-bound: {input_percent:.1}% of step time waits for input; reduce the input time first."))
+    } else if input_percent >= 5.0 {
+        ("MODERATELY", format!("Moderately input-bound: {input_percent:.1}% of step time waits for input; reduce both input time and the rest."))
+    } else if all_other_percent >= 3.0 {
+        ("POTENTIALLY", format!("Potentially input-bound: {input_percent:.1}% of step time waits for input, but {all_other_percent:.1}% is covered by no event of the step (\"All others\": I/O or Python, for example)."))
+    } else {
+        (
+            "NOT",
+            format!("Not input-bound: {input_percent:.1}% of step time waits for input."),
+        )
+    };
+    // XProf's rows: host framework ops of input kinds, with framework-op self time.
+    let mut input_ops: Vec<InputOp> = Vec::new();
+    let mut breakdown = HostInputBreakdown::default();
+    let (fw, _) = crate::op_metrics::host_framework_ops(p);
+    for o in &fw {
+        let Some(cat) = xprof_category(&o.op_type, &o.name) else {
+            continue;
+        };
+        let us = o.self_time_ps as f64 / 1e6;
+        match cat {
+            "Enqueue" => breakdown.enqueue_us += us,
+            "Demanded file read" => breakdown.demanded_file_read_us += us,
+            "Advanced file read" => breakdown.advanced_file_read_us += us,
+            "Preprocessing" => breakdown.preprocessing_us += us,
+            _ => breakdown.unclassified_us += us,
+        }
+        input_ops.push(InputOp {
+            name: o.name.clone(),
+            category: cat,
+            in_xprof: true,
+            count: o.occurrences,
+            total_time_ps: o.total_time_ps,
+            self_time_ps: o.self_time_ps,
+            time_percent: 0.0,
+            self_time_percent: 0.0,
+        });
+    }
     let mut agg: HashMap<(usize, u32), InputOp> = HashMap::new();
     for (pi, plane) in p.planes.iter().enumerate() {
         if !p.str(plane.name).starts_with("/host:") {
@@ -130,9 +242,12 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
                         .map(|md| p.str(md.name).to_string())
                         .unwrap_or_default(),
                     category: cat,
+                    in_xprof: false,
                     count: 0,
                     total_time_ps: 0,
                     self_time_ps: 0,
+                    time_percent: 0.0,
+                    self_time_percent: 0.0,
                 });
                 e.count += 1;
                 e.total_time_ps += ev.dur(i);
@@ -140,7 +255,18 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
             }
         }
     }
-    let mut input_ops: Vec<InputOp> = agg.into_values().collect();
+    input_ops.extend(agg.into_values());
+    let listed: i64 = input_ops
+        .iter()
+        .filter(|o| o.in_xprof)
+        .map(|o| o.self_time_ps)
+        .sum();
+    for o in &mut input_ops {
+        if listed > 0 {
+            o.time_percent = 100.0 * o.total_time_ps as f64 / listed as f64;
+            o.self_time_percent = 100.0 * o.self_time_ps as f64 / listed as f64;
+        }
+    }
     input_ops.sort_by(|a, b| {
         b.self_time_ps
             .cmp(&a.self_time_ps)
@@ -151,8 +277,11 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
         error: None,
         steps,
         input_percent,
+        all_other_percent,
+        classification,
         verdict,
         input_ops,
+        host_breakdown: breakdown,
         explanation: "Input = host waiting for input (`IteratorGetNext*`, root tf.data stages), host-to-device copies and device waits for the host, within each step (XProf's Input column). Steps are XProf's (first and last dropped when more than 5).",
     }
 }
@@ -168,8 +297,11 @@ pub fn input_pipeline(sessions: &[Session], load: &mut Loader<'_>) -> InputPipel
                     error: Some(e),
                     steps: Vec::new(),
                     input_percent: 0.0,
+                    all_other_percent: 0.0,
+                    classification: "",
                     verdict: String::new(),
                     input_ops: Vec::new(),
+                    host_breakdown: HostInputBreakdown::default(),
                     explanation: "",
                 },
             });

@@ -354,3 +354,93 @@ fn overview_states_memory_headroom_when_the_profile_gives_capacity() {
     assert!(m.statement.starts_with("peak 20"), "{}", m.statement);
     assert!(h.recommendations.iter().any(|r| r.evidence == m.statement));
 }
+
+/// Input pipeline: the input share of step time, every row of XProf's input op table (count,
+/// time, self time, category, share) and the host input time per category.
+#[test]
+fn input_pipeline_matches_xprof() {
+    let ms = |ps: i64| ps as f64 / 1e9;
+    for run in RUNS {
+        let p = load(run);
+        let h = xlens_analysis::input_pipeline::host_input("vm", &p);
+        let want = expected(run);
+        // XProf states the percent with one decimal, and only when it says "waiting for input".
+        if let Some(pct) = want["input_percent"].as_f64() {
+            assert!(
+                (h.input_percent - pct).abs() <= 0.05 + 1e-9,
+                "{run}: input {}% vs XProf {pct}%",
+                h.input_percent
+            );
+        }
+        // The same classification as XProf's conclusion, and the same "All others" share when
+        // that is what it cites.
+        let conclusion = want["input_conclusion"].as_str().unwrap_or("");
+        if h.classification.is_empty() {
+            assert!(
+                conclusion.starts_with("No step time measured"),
+                "{run}: {conclusion}"
+            );
+        } else if !conclusion.is_empty() {
+            assert!(
+                conclusion.contains(&format!("is {} input-bound", h.classification)),
+                "{run}: {} vs {conclusion}",
+                h.classification
+            );
+            if h.classification == "POTENTIALLY" {
+                assert!(
+                    conclusion.contains(&format!("{:.1}% of the total", h.all_other_percent)),
+                    "{run}: all others {} vs {conclusion}",
+                    h.all_other_percent
+                );
+            }
+        }
+        let rows = want["input_ops"].as_array().cloned().unwrap_or_default();
+        let ours: Vec<_> = h.input_ops.iter().filter(|o| o.in_xprof).collect();
+        assert_eq!(ours.len(), rows.len(), "{run}: input op rows");
+        for w in &rows {
+            let name = w["name"].as_str().unwrap_or("");
+            let o = ours
+                .iter()
+                .find(|o| o.name == name)
+                .unwrap_or_else(|| panic!("{run}: no row {name}"));
+            assert_eq!(
+                o.count as f64,
+                w["count"].as_f64().unwrap_or(-1.0),
+                "{name}"
+            );
+            assert!((ms(o.total_time_ps) - w["time_ms"].as_f64().unwrap_or(0.0)).abs() < 1e-6);
+            assert!(
+                (ms(o.self_time_ps) - w["self_time_ms"].as_f64().unwrap_or(0.0)).abs() < 1e-6,
+                "{run} {name}: self {} vs {}",
+                ms(o.self_time_ps),
+                w["self_time_ms"]
+            );
+            assert_eq!(o.category, w["category"].as_str().unwrap_or(""), "{name}");
+            // XProf's JSON holds the share as a fraction; xlens states percent.
+            let frac = w["time_fraction"].as_f64().unwrap_or(0.0);
+            assert!((o.time_percent - 100.0 * frac).abs() < 1e-6, "{name}");
+        }
+        let b = &want["input_host_breakdown_us"];
+        let hb = &h.host_breakdown;
+        for (ours, key) in [
+            (hb.enqueue_us, "enqueue_us"),
+            (hb.demanded_file_read_us, "demanded_file_read_us"),
+            (hb.advanced_file_read_us, "advanced_file_read_us"),
+            (hb.preprocessing_us, "preprocessing_us"),
+        ] {
+            let theirs = b[key].as_f64().unwrap_or(0.0);
+            // XProf prints these with three decimals.
+            assert!(
+                (ours - theirs).abs() <= 0.0005 + 1e-9,
+                "{run} {key}: {ours} vs {theirs}"
+            );
+        }
+        eprintln!(
+            "{run}: input {:.2}% (XProf {}), {} input op rows equal to XProf's, preprocessing {:.3} us",
+            h.input_percent,
+            want["input_percent"],
+            rows.len(),
+            hb.preprocessing_us
+        );
+    }
+}

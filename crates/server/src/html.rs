@@ -129,7 +129,10 @@ pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
     match tool {
         "report" => report_view(&out.json),
         "overview_page" => overview_view(&out.json, out.csv.as_deref().unwrap_or("")),
-        "input_pipeline_analyzer" | "framework_op_stats" | "kernel_stats" => format!(
+        "input_pipeline_analyzer" => {
+            input_pipeline_view(&out.json, out.csv.as_deref().unwrap_or(""))
+        }
+        "framework_op_stats" | "kernel_stats" => format!(
             "<pre class=\"dim\">{}</pre>{}",
             esc(out.text.lines().next().unwrap_or("")),
             csv_table(out.csv.as_deref().unwrap_or(""))
@@ -263,6 +266,61 @@ fn csv_table(csv: &str) -> String {
         o.push_str("</tr>");
     }
     o.push_str("</tbody></table>");
+    o
+}
+
+/// Input pipeline: per host the verdict, the host input time by category, the input op table
+/// (every row; which ones XProf lists), then the per-step table.
+fn input_pipeline_view(v: &Value, csv: &str) -> String {
+    let empty = Vec::new();
+    let mut o = String::new();
+    for h in v["hosts"].as_array().unwrap_or(&empty) {
+        let _ = write!(o, "<h2>Host {}</h2>", esc(s(h, "host")));
+        if let Some(e) = h.get("error").and_then(Value::as_str) {
+            o.push_str(&error_box(e));
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<p><b>{}</b></p><p class=\"dim\">{}</p>",
+            esc(s(h, "verdict")),
+            esc(s(h, "explanation"))
+        );
+        let b = &h["host_breakdown"];
+        let us = |k: &str| b.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
+        let _ = write!(
+            o,
+            "<p>Host input time (self time of the input ops XProf lists): enqueue {:.3} ms · demanded file read {:.3} ms · advanced file read {:.3} ms · preprocessing {:.3} ms · unclassified {:.3} ms</p>",
+            us("enqueue_us"),
+            us("demanded_file_read_us"),
+            us("advanced_file_read_us"),
+            us("preprocessing_us"),
+            us("unclassified_us")
+        );
+        let ops = h["input_ops"].as_array().unwrap_or(&empty);
+        let _ = write!(
+            o,
+            "<h3>Input ops ({} rows, all listed)</h3><input type=\"search\" class=\"table-filter\" placeholder=\"Filter rows\" aria-label=\"filter\"><table class=\"sortable\"><thead><tr><th>Op</th><th>Category</th><th>In XProf</th><th class=\"num\">Count</th><th class=\"num\">Time (ms)</th><th class=\"num\">Self time (ms)</th><th class=\"num\">Self time %</th></tr></thead><tbody>",
+            ops.len()
+        );
+        for op in ops {
+            let ms = |k: &str| n(op, k) as f64 / 1e9;
+            let _ = write!(
+                o,
+                "<tr><td class=\"name\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.1}</td></tr>",
+                esc(s(op, "name")),
+                esc(s(op, "category")),
+                if op["in_xprof"].as_bool() == Some(true) { "yes" } else { "no" },
+                n(op, "count"),
+                ms("total_time_ps"),
+                ms("self_time_ps"),
+                op["self_time_percent"].as_f64().unwrap_or(0.0)
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+    o.push_str("<h3>Steps</h3>");
+    o.push_str(&csv_table(csv));
     o
 }
 

@@ -15,7 +15,7 @@ fn make_logdir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("xlens-http-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let prof = dir.join("plugins/profile");
-    for run in ["jax_mlp_small", "tpu_inference"] {
+    for run in ["jax_mlp_small", "tpu_inference", "tf_keras_cnn_small"] {
         std::fs::create_dir_all(prof.join(run)).unwrap();
         for f in std::fs::read_dir(fixtures().join(run)).unwrap() {
             let f = f.unwrap();
@@ -49,8 +49,13 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 3, "{names:?}");
-    for n in ["jax_mlp_small", "tpu_inference", "broken"] {
+    assert_eq!(names.len(), 4, "{names:?}");
+    for n in [
+        "jax_mlp_small",
+        "tpu_inference",
+        "tf_keras_cnn_small",
+        "broken",
+    ] {
         assert!(names.contains(&n), "{names:?}");
     }
     assert!(runs[0]["tools"]
@@ -99,6 +104,21 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     assert_eq!(code, 200);
     assert!(
         html.contains("<select name=\"run\">") && html.contains("dot.2"),
+        "{html}"
+    );
+    // The input pipeline page: verdict, host input by category, every input op row (XProf's 11
+    // tf.data rows and the IteratorGetNext waits it leaves out), then the steps.
+    let (code, html) = get(
+        &addr,
+        "/?run=tf_keras_cnn_small&tool=input_pipeline_analyzer",
+    );
+    assert_eq!(code, 200);
+    assert!(
+        html.contains("Not input-bound")
+            && html.contains("Input ops (12 rows, all listed)")
+            && html.contains("preprocessing 120.722 ms")
+            && html.contains("IteratorGetNext (waits for input)")
+            && html.contains("<h3>Steps</h3>"),
         "{html}"
     );
     // The roofline page offers its steps; choosing one plots that step's ops (and says so).
