@@ -39,7 +39,7 @@ pub fn framework_op_stats(p: &Profile) -> FrameworkOpStats {
         Some(crate::ops::OpSource::DeviceXlaOps) | Some(crate::ops::OpSource::GpuStreams)
     );
     let mut notes = vec![
-        "Host ops: TF `name:Type`, tf.data `Iterator::...` and `MemcpyHToD`-style events on host threads; self time excludes framework ops nested in them. IDLE: per thread (or device), first op start to last op end not covered by op self time.".to_string(),
+        "Host ops: TF `name:Type`, tf.data `Iterator::...` and `MemcpyHToD`-style events on host threads; self time excludes framework ops nested in them. IDLE: per thread (or device), first op start to last op end not covered by op self time; on host threads, instant events tagged with a `tf_op` stat (memory allocations) also bound the span, as in XProf.".to_string(),
     ];
     if dev.iter().any(|o| o.via_xla) {
         notes.push("XLA ops run by the CPU runtime are listed under their framework op (the JAX name scope or TF op in the HLO metadata), marked `via_xla`; XProf shows none for CPU-only XLA profiles.".to_string());

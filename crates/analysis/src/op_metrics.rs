@@ -13,7 +13,10 @@
 //!   `Iterator::...` (tf.data, type `Dataset`) or `Memcpy*`; self time is taken among these events
 //!   only (an op's time minus the framework ops nested in it on the same thread).
 //! * **IDLE**: per thread (host) or device, the time from the first op's start to the last op's end
-//!   not covered by op self time, summed.
+//!   not covered by op self time, summed. On host threads, as in XProf, the ops are "TF
+//!   activities": events named like TF ops and events carrying a `tf_op` stat (instant ones, such as
+//!   memory allocations, bound the span without being listed), and an op's end closes any op
+//!   opened after it and still open.
 
 use crate::fx::FxMap;
 use serde::Serialize;
@@ -626,8 +629,11 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
 /// Host-side framework ops on `/host:CPU` threads, and the host IDLE time (per thread: first op
 /// start to last op end minus op self time, summed).
 pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
-    let mut agg: HashMap<(StrId, u32), FrameworkOp> = HashMap::new();
+    // Ops by (type, name) as interned-or-not strings: metadata-named ops borrow the metadata
+    // name, `tf_op`-stat ops the stat value.
+    let mut agg: HashMap<(&str, &str), FrameworkOp> = HashMap::new();
     let mut idle = 0i64;
+    let tf_op_key = p.key("tf_op");
     for plane in p.planes.iter().filter(|pl| p.str(pl.name) == "/host:CPU") {
         let is_op: Vec<Option<(&str, &str)>> = plane
             .event_metadata
@@ -636,44 +642,65 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
             .collect();
         for line in &plane.lines {
             let ev = &line.events;
-            // (index, end, self time so far)
-            let mut stack: Vec<(usize, i64)> = Vec::new();
-            let mut selfs: Vec<(usize, i64)> = Vec::new();
-            let mut first = i64::MAX;
-            let mut last = i64::MIN;
-            let mut line_self = 0i64;
+            // XProf's TF activities: a begin and an end for every event whose name is a TF op
+            // and for every event with a non-empty `tf_op` stat (often instant events such as
+            // memory allocations: zero-length, they only bound the line's span).
+            // (time, activity id, is_end, type, name, from a `tf_op` stat)
+            let mut acts: Vec<(i64, u32, bool, &str, &str, bool)> = Vec::new();
             for i in 0..ev.len() {
-                let mi = ev.meta(i) as usize;
-                if is_op.get(mi).copied().flatten().is_none() {
+                let (s, e) = (ev.start(i), ev.end(i));
+                if let Some((ty, name)) = is_op.get(ev.meta(i) as usize).copied().flatten() {
+                    let id = acts.len() as u32;
+                    acts.push((s, id, false, ty, name, false));
+                    acts.push((e, id, true, ty, name, false));
+                }
+                let stat = tf_op_key
+                    .and_then(|k| ev.stats(i).get(k))
+                    .and_then(|v| v.as_str_id())
+                    .map(|id| p.str(id))
+                    .filter(|v| !v.is_empty());
+                if let Some(full) = stat {
+                    let (ty, name) = parse_tf_op(full).unwrap_or(("Unknown", full));
+                    let id = acts.len() as u32;
+                    acts.push((s, id, false, ty, name, true));
+                    acts.push((e, id, true, ty, name, true));
+                }
+            }
+            if acts.is_empty() {
+                continue;
+            }
+            acts.sort_by_key(|a| a.0);
+            // Stack of (activity id, start, children time); an end pops down to its begin (ops
+            // left open above it are dropped, as XProf does with overlapping annotations).
+            let mut stack: Vec<(u32, i64, i64)> = Vec::new();
+            let mut line_self = 0i64;
+            for &(t, id, is_end, ty, name, from_stat) in &acts {
+                if !is_end {
+                    stack.push((id, t, 0));
                     continue;
                 }
-                let (s, e) = (ev.start(i), ev.end(i));
-                first = first.min(s);
-                last = last.max(e);
-                while let Some(&(_, top_end)) = stack.last() {
-                    if top_end <= s {
-                        stack.pop();
-                    } else {
+                let mut found = None;
+                while let Some(top) = stack.pop() {
+                    if top.0 == id {
+                        found = Some(top);
                         break;
                     }
                 }
-                if let Some(&(parent, top_end)) = stack.last() {
-                    let overlap = e.min(top_end) - s;
-                    if overlap > 0 {
-                        selfs[parent].1 -= overlap;
-                    }
-                }
-                selfs.push((i, ev.dur(i)));
-                stack.push((selfs.len() - 1, e));
-            }
-            for (i, st) in selfs {
-                let st = st.max(0);
-                line_self += st;
-                let mi = ev.meta(i);
-                let Some((ty, name)) = is_op.get(mi as usize).copied().flatten() else {
+                let Some((_, start, children)) = found else {
                     continue;
                 };
-                let e = agg.entry((plane.name, mi)).or_insert_with(|| FrameworkOp {
+                let dur = t - start;
+                let self_ps = (dur - children).max(0);
+                if let Some(parent) = stack.last_mut() {
+                    parent.2 += dur;
+                }
+                line_self += self_ps;
+                if from_stat && dur == 0 {
+                    // An instant event tagged with its op (a memory allocation, say): it bounds
+                    // the line's span, as in XProf, but is not listed as an op.
+                    continue;
+                }
+                let e = agg.entry((ty, name)).or_insert_with(|| FrameworkOp {
                     host_or_device: "Host",
                     op_type: ty.to_string(),
                     name: name.to_string(),
@@ -685,12 +712,12 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
                     via_xla: false,
                 });
                 e.occurrences += 1;
-                e.total_time_ps += ev.dur(i);
-                e.self_time_ps += st;
+                e.total_time_ps += dur;
+                e.self_time_ps += self_ps;
             }
-            if first <= last {
-                idle += (last - first - line_self).max(0);
-            }
+            // IDLE: the line's first to last activity not covered by op self time.
+            let span = acts.last().map_or(0, |a| a.0) - acts.first().map_or(0, |a| a.0);
+            idle += (span - line_self).max(0);
         }
     }
     // Metadata of the same name in different planes: merge by (type, name).
@@ -707,7 +734,14 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
             }
         }
     }
-    (merged.into_values().collect(), idle)
+    let mut ops: Vec<FrameworkOp> = merged.into_values().collect();
+    ops.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.op_type.cmp(&b.op_type))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (ops, idle)
 }
 
 #[cfg(test)]

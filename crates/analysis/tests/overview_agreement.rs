@@ -12,8 +12,9 @@
 //! * GPU device work with no TF op (e.g. `MemcpyH2D` copies annotated `MakeTensorFromProto`) is a
 //!   device op of type `Unknown` in xlens; XProf does not list it among its top 10, so such rows
 //!   are left out of the top-10 name comparison on the GPU fixture (they are still listed).
-//! * The host IDLE row of the GPU and TPU fixtures is not compared (XProf's host op set there is
-//!   not reproduced exactly yet; the TF/JAX CPU fixtures match).
+//! * GPU device IDLE: XProf takes the device's span over every event but counts only events with
+//!   a TF op as busy; xlens counts copies without a TF op as busy too (they are ops in xlens), so
+//!   its device IDLE is lower (614 vs 623 ms on the GPU fixture); the host IDLE is equal everywhere.
 
 use serde_json::Value;
 use xlens_analysis::step_db::step_db;
@@ -150,11 +151,12 @@ fn framework_ops_match_xprof() {
             .collect();
         eprintln!("{run}: xprof idle {idle:?}; ours host idle {} us, device idle {} us; ours {} framework ops ({} host, {} device), xprof {}",
             host_idle as f64 / 1e6, db.idle_ps as f64 / 1e6, all.len(), host.len(), dev.len(), want["framework_op_count"]);
-        // Host IDLE as XProf computes it (per thread: op span minus op self time).
+        // Host IDLE as XProf computes it (per thread: the span of its TF activities, including
+        // instant events with a `tf_op` stat, minus op self time), to the nanosecond.
         for (side, t) in &idle {
-            if side == "Host" && *run != "gpu_multi_worker" && *run != "tpu_inference" {
+            if side == "Host" {
                 assert!(
-                    within(host_idle as f64 / 1e6, *t, 0.01),
+                    (host_idle as f64 / 1e6 - *t).abs() < 1e-3,
                     "{run}: host idle {host_idle} ps, xprof {t} us"
                 );
             }
