@@ -168,6 +168,20 @@ fn op_point(o: &OpRow, peaks: Option<&PeakSpec>) -> RooflinePoint {
     )
 }
 
+/// An op event's `program_id` (its own stat, else its metadata's).
+fn program_id(
+    key: Option<xlens_model::StrId>,
+    st: xlens_model::Stats<'_>,
+    md: &xlens_model::EventMetadata,
+) -> Option<u64> {
+    key.and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
+        .and_then(|v| match v {
+            StatValue::U64(u) => Some(u),
+            StatValue::I64(i) => Some(i as u64),
+            _ => None,
+        })
+}
+
 /// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
 /// op's per-occurrence figures.
 fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<RooflinePoint> {
@@ -210,13 +224,7 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
             if s >= step.start_ps + step.dur_ps {
                 continue;
             }
-            let pid = kp
-                .and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
-                .and_then(|v| match v {
-                    StatValue::U64(u) => Some(u),
-                    StatValue::I64(i) => Some(i as u64),
-                    _ => None,
-                });
+            let pid = program_id(kp, st, md);
             let name = p.str(op_name(p, md));
             let (f, h, b) = per
                 .get(&(name, pid))
@@ -299,13 +307,7 @@ fn step_op_points(
             if source == Some(OpSource::HostXlaOps) && kh.is_none_or(|k| st.get(k).is_none()) {
                 continue;
             }
-            let pid = kp
-                .and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
-                .and_then(|v| match v {
-                    StatValue::U64(u) => Some(u),
-                    StatValue::I64(i) => Some(i as u64),
-                    _ => None,
-                });
+            let pid = program_id(kp, st, md);
             let name = p.str(op_name(p, md));
             let Some(&row) = index.get(&(name, pid)).or_else(|| index.get(&(name, None))) else {
                 continue;

@@ -159,6 +159,27 @@ pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
     out.truncate(len + n);
 }
 
+/// The value of kind `kind` at `pos` (advanced past it).
+#[inline(always)]
+fn decode_value(buf: &[u8], pos: &mut usize, kind: u64) -> Option<StatValue> {
+    if kind == K_F64 {
+        let bytes = buf.get(*pos..*pos + 8)?;
+        *pos += 8;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(bytes);
+        return Some(StatValue::F64(f64::from_le_bytes(a)));
+    }
+    let p = get_varint(buf, pos)?;
+    Some(match kind {
+        K_I64 => StatValue::I64(((p >> 1) as i64) ^ -((p & 1) as i64)),
+        K_U64 => StatValue::U64(p),
+        K_STR => StatValue::Str(StrId(p as u32)),
+        K_REF => StatValue::Ref(StrId(p as u32)),
+        K_BYTES => StatValue::Bytes(BlobId(p as u32)),
+        _ => StatValue::None,
+    })
+}
+
 /// Iterator over encoded stats.
 #[derive(Clone)]
 pub struct StatIter<'a> {
@@ -183,26 +204,7 @@ impl Iterator for StatIter<'_> {
         }
         let head = get_varint(self.buf, &mut self.pos)?;
         let key = StrId((head >> 3) as u32);
-        let value = match head & 7 {
-            K_F64 => {
-                let bytes = self.buf.get(self.pos..self.pos + 8)?;
-                self.pos += 8;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(bytes);
-                StatValue::F64(f64::from_le_bytes(a))
-            }
-            kind => {
-                let p = get_varint(self.buf, &mut self.pos)?;
-                match kind {
-                    K_I64 => StatValue::I64(((p >> 1) as i64) ^ -((p & 1) as i64)),
-                    K_U64 => StatValue::U64(p),
-                    K_STR => StatValue::Str(StrId(p as u32)),
-                    K_REF => StatValue::Ref(StrId(p as u32)),
-                    K_BYTES => StatValue::Bytes(BlobId(p as u32)),
-                    _ => StatValue::None,
-                }
-            }
-        };
+        let value = decode_value(self.buf, &mut self.pos, head & 7)?;
         Some(Stat { key, value })
     }
 }
@@ -256,26 +258,8 @@ impl<'a> Stats<'a> {
                 }
                 continue;
             };
-            let value = if kind == K_F64 {
-                let Some(bytes) = buf.get(pos..pos + 8) else {
-                    return;
-                };
-                pos += 8;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(bytes);
-                StatValue::F64(f64::from_le_bytes(a))
-            } else {
-                let Some(p) = get_varint(buf, &mut pos) else {
-                    return;
-                };
-                match kind {
-                    K_I64 => StatValue::I64(((p >> 1) as i64) ^ -((p & 1) as i64)),
-                    K_U64 => StatValue::U64(p),
-                    K_STR => StatValue::Str(StrId(p as u32)),
-                    K_REF => StatValue::Ref(StrId(p as u32)),
-                    K_BYTES => StatValue::Bytes(BlobId(p as u32)),
-                    _ => StatValue::None,
-                }
+            let Some(value) = decode_value(buf, &mut pos, kind) else {
+                return;
             };
             f(t, value);
         }

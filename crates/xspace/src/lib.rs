@@ -303,10 +303,11 @@ trait Side {
     fn placeholder(&mut self, md_id: i64) -> Option<u32>;
 }
 
-/// The sequential side: changes what it must.
+/// The sequential side: changes what it must. Without a plane (metadata and plane stats) it
+/// never adds placeholder metadata.
 struct Seq<'d, 'c> {
     d: &'d mut Decoder<'c>,
-    plane: &'d mut Plane,
+    plane: Option<&'d mut Plane>,
     ctx: &'d mut PlaneCtx,
 }
 
@@ -325,31 +326,8 @@ impl Side for Seq<'_, '_> {
         Some(self.d.unknown_stat(id))
     }
     fn placeholder(&mut self, md_id: i64) -> Option<u32> {
-        Some(self.d.placeholder_metadata(md_id, self.plane, self.ctx))
-    }
-}
-
-/// The side for metadata and plane stats: interns, never adds metadata.
-struct Meta<'d, 'c> {
-    d: &'d mut Decoder<'c>,
-    ctx: &'d PlaneCtx,
-}
-
-impl Side for Meta<'_, '_> {
-    fn ctx(&self) -> &PlaneCtx {
-        self.ctx
-    }
-    fn intern(&mut self, b: &[u8]) -> Option<StrId> {
-        Some(self.d.intern_bytes(b))
-    }
-    fn blob(&mut self, b: &[u8]) -> Option<BlobId> {
-        Some(self.d.prof.add_blob(b))
-    }
-    fn unknown_stat(&mut self, id: i64) -> Option<StrId> {
-        Some(self.d.unknown_stat(id))
-    }
-    fn placeholder(&mut self, _: i64) -> Option<u32> {
-        None
+        let plane = self.plane.as_deref_mut()?;
+        Some(self.d.placeholder_metadata(md_id, plane, self.ctx))
     }
 }
 
@@ -480,7 +458,7 @@ impl Decoder<'_> {
                                 (4, Wire::Len) => md.display_name = self.string(&mut m)?,
                                 (5, Wire::Len) => {
                                     let st = m.message("XStat")?;
-                                    let (k, v) = self.stat(st, &ctx)?;
+                                    let (k, v) = self.stat(st, &mut ctx)?;
                                     encode_stat(&mut md.stats, k, v);
                                 }
                                 (6, Wire::Varint) => md.child_ids.push(m.varint()? as i64),
@@ -504,7 +482,7 @@ impl Decoder<'_> {
         ctx.meta_index = IdMap::build(&index);
 
         for st in stats {
-            let (k, v) = self.stat(st, &ctx)?;
+            let (k, v) = self.stat(st, &mut ctx)?;
             encode_stat(&mut plane.stats, k, v);
         }
 
@@ -524,7 +502,7 @@ impl Decoder<'_> {
                     let range = (lr.offset(), lr.offset() + lr.rest().len());
                     let mut side = Seq {
                         d: self,
-                        plane: &mut plane,
+                        plane: Some(&mut plane),
                         ctx: &mut ctx,
                     };
                     let out = decode_line(&mut side, lr)?.ok_or_else(|| {
@@ -555,8 +533,12 @@ impl Decoder<'_> {
     }
 
     /// A metadata or plane stat (decoded sequentially, before the lines).
-    fn stat(&mut self, r: Reader<'_>, ctx: &PlaneCtx) -> Res<(StrId, StatValue)> {
-        let mut side = Meta { d: self, ctx };
+    fn stat(&mut self, r: Reader<'_>, ctx: &mut PlaneCtx) -> Res<(StrId, StatValue)> {
+        let mut side = Seq {
+            d: self,
+            plane: None,
+            ctx,
+        };
         // This side never refuses; an empty stat would stand in if it did.
         Ok(stat(&mut side, r)?.unwrap_or((StrId::EMPTY, StatValue::None)))
     }
