@@ -379,11 +379,22 @@ fn partial_metrics(
 /// part of about equal event counts, aggregated on two threads and merged in line order (the cut
 /// depends only on the profile, so the result does not depend on the number of cores).
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
-    let (source, lines) = op_lines(p);
     let k = Keys::new(p);
     // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
     let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
     let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
+    op_metrics_in(p, k, hlo.as_ref())
+}
+
+/// [`op_metrics`] for a caller that has the profile's HLO index already.
+pub fn op_metrics_with_hlo(p: &Profile, hlo: &HloIndex) -> OpMetricsDb {
+    let k = Keys::new(p);
+    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
+    op_metrics_in(p, k, needs_hlo.then_some(hlo))
+}
+
+fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>) -> OpMetricsDb {
+    let (source, lines) = op_lines(p);
     let sizes: Vec<usize> = lines.iter().map(|(_, l)| l.events.len()).collect();
     let total: usize = sizes.iter().sum();
     let mut cut = 0;
@@ -393,7 +404,7 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
         cut += 1;
     }
     let (first, second) = lines.split_at(cut);
-    let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo.as_ref(), ls);
+    let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo, ls);
     let (pa, pb) = if total >= PARALLEL_MIN_EVENTS && !second.is_empty() {
         crate::par::join(|| run(first), || run(second))
     } else {
