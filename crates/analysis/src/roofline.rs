@@ -203,18 +203,24 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
     let kh = p.key("hlo_op");
     let mut acc: Vec<(i64, f64, f64, f64, u64)> = vec![(0, 0.0, 0.0, 0.0, 0); steps.steps.len()];
     let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
+    // Per-occurrence figures by (plane, metadata, program), looked up once each.
+    let mut cache: crate::fx::FxMap<(usize, u32, Option<u64>), (f64, f64, f64)> =
+        crate::fx::FxMap::default();
+    let host_xla = source == Some(OpSource::HostXlaOps);
     for (plane, line) in lines {
         let ev = &line.events;
+        let plane_key = plane as *const _ as usize;
+        // Events come in start order: the step index only moves forward.
+        let mut k = 0usize;
         for i in 0..ev.len() {
-            let Some(md) = plane.metadata_of(line, i) else {
+            let m = ev.meta(i);
+            let Some(md) = plane.event_metadata.get(m as usize) else {
                 continue;
             };
-            let st = ev.stats(i);
-            if source == Some(OpSource::HostXlaOps) && kh.is_none_or(|k| st.get(k).is_none()) {
-                continue;
-            }
             let s = ev.start(i);
-            let k = starts.partition_point(|&x| x <= s);
+            while k < starts.len() && starts[k] <= s {
+                k += 1;
+            }
             if k == 0 {
                 continue;
             }
@@ -224,13 +230,43 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
             if s >= step.start_ps + step.dur_ps {
                 continue;
             }
-            let pid = program_id(kp, st, md);
-            let name = p.str(op_name(p, md));
-            let (f, h, b) = per
-                .get(&(name, pid))
-                .or_else(|| per.get(&(name, None)))
-                .copied()
-                .unwrap_or_default();
+            // One pass over the event's stats for `hlo_op` and `program_id`.
+            let (mut has_hlo, mut pid) = (false, None);
+            ev.stats(i).select(
+                |key| {
+                    if Some(key) == kh {
+                        Some(0)
+                    } else if Some(key) == kp {
+                        Some(1)
+                    } else {
+                        None
+                    }
+                },
+                |which, v| {
+                    if which == 0 {
+                        has_hlo = true;
+                    } else {
+                        pid = match v {
+                            StatValue::U64(u) => Some(u),
+                            StatValue::I64(i) => Some(i as u64),
+                            _ => None,
+                        };
+                    }
+                },
+            );
+            if host_xla && !has_hlo {
+                continue;
+            }
+            if pid.is_none() {
+                pid = program_id(kp, xlens_model::Stats::new(&[]), md);
+            }
+            let (f, h, b) = *cache.entry((plane_key, m, pid)).or_insert_with(|| {
+                let name = p.str(op_name(p, md));
+                per.get(&(name, pid))
+                    .or_else(|| per.get(&(name, None)))
+                    .copied()
+                    .unwrap_or_default()
+            });
             let a = &mut acc[k - 1];
             a.0 += ev.dur(i);
             a.1 += f;
