@@ -204,8 +204,8 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
     let mut acc: Vec<(i64, f64, f64, f64, u64)> = vec![(0, 0.0, 0.0, 0.0, 0); steps.steps.len()];
     let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
     // Per-occurrence figures by (plane, metadata, program), looked up once each.
-    let mut cache: crate::fx::FxMap<(usize, u32, Option<u64>), (f64, f64, f64)> =
-        crate::fx::FxMap::default();
+    type OpKey = (usize, u32, Option<u64>);
+    let mut cache: crate::fx::FxMap<OpKey, (f64, f64, f64)> = crate::fx::FxMap::default();
     let host_xla = source == Some(OpSource::HostXlaOps);
     for (plane, line) in lines {
         let ev = &line.events;
