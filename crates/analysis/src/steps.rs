@@ -105,31 +105,60 @@ pub fn find_steps(p: &Profile) -> Steps {
 /// Host events with a `step_num` stat, grouped by event name; the most frequent name wins.
 fn annotated_steps(p: &Profile) -> Option<Steps> {
     let key = p.key("step_num")?;
-    let mut by_name: Vec<(xlens_model::StrId, Vec<Step>)> = Vec::new();
-    for plane in &p.planes {
-        if !p.str(plane.name).starts_with("/host:") {
-            continue;
-        }
-        for line in &plane.lines {
+    let lines: Vec<(&xlens_model::Plane, &xlens_model::Line)> = p
+        .planes
+        .iter()
+        .filter(|pl| p.str(pl.name).starts_with("/host:"))
+        .flat_map(|pl| pl.lines.iter().map(move |l| (pl, l)))
+        .collect();
+    // Large profiles: the lines in two parts of about equal event counts, scanned on two threads
+    // and merged in line order.
+    let total: usize = lines.iter().map(|(_, l)| l.events.len()).sum();
+    let mut cut = 0;
+    let mut acc = 0;
+    while cut < lines.len() && acc * 2 < total {
+        acc += lines[cut].1.events.len();
+        cut += 1;
+    }
+    let (first, second) = lines.split_at(cut);
+    let scan = |part: &[(&xlens_model::Plane, &xlens_model::Line)]| {
+        let mut found: Vec<(xlens_model::StrId, Step)> = Vec::new();
+        for (plane, line) in part {
             let ev = &line.events;
             for i in 0..ev.len() {
-                let Some(n) = ev.stats(i).get(key).and_then(|v| v.as_i64()) else {
+                let mut n = None;
+                ev.stats(i)
+                    .select(|k| (k == key).then_some(()), |_, v| n = n.or(v.as_i64()));
+                let Some(n) = n else {
                     continue;
                 };
                 let name = plane
                     .metadata_of(line, i)
                     .map(|m| m.name)
                     .unwrap_or_default();
-                let step = Step {
-                    step_num: Some(n),
-                    start_ps: ev.start(i),
-                    dur_ps: ev.dur(i),
-                };
-                match by_name.iter_mut().find(|(k, _)| *k == name) {
-                    Some((_, v)) => v.push(step),
-                    None => by_name.push((name, vec![step])),
-                }
+                found.push((
+                    name,
+                    Step {
+                        step_num: Some(n),
+                        start_ps: ev.start(i),
+                        dur_ps: ev.dur(i),
+                    },
+                ));
             }
+        }
+        found
+    };
+    let (mut a, b) = if total >= 200_000 && !second.is_empty() {
+        crate::par::join(|| scan(first), || scan(second))
+    } else {
+        (scan(first), scan(second))
+    };
+    a.extend(b);
+    let mut by_name: Vec<(xlens_model::StrId, Vec<Step>)> = Vec::new();
+    for (name, step) in a {
+        match by_name.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, v)) => v.push(step),
+            None => by_name.push((name, vec![step])),
         }
     }
     let (name, steps) = by_name.into_iter().max_by_key(|(_, v)| v.len())?;
