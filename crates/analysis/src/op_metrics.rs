@@ -170,22 +170,20 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let mut slots = vec![0u8; p.strings.len()];
-        for (name, f) in [
-            ("flops", F_FLOPS),
-            ("bytes_accessed", F_BYTES),
-            ("hlo_category", F_CATEGORY),
-            ("program_id", F_PROGRAM),
-            ("tf_op", F_TF_OP),
-            ("level 0", F_LEVEL0),
-            ("source", F_SOURCE),
-            ("hlo_op", F_HLO_OP),
-            ("hlo_module", F_MODULE),
-        ] {
-            if let Some(slot) = p.key(name).and_then(|k| slots.get_mut(k.0 as usize)) {
-                *slot = f as u8 + 1;
-            }
-        }
+        let slots = crate::ops::stat_slots(
+            p,
+            &[
+                ("flops", F_FLOPS as u8 + 1),
+                ("bytes_accessed", F_BYTES as u8 + 1),
+                ("hlo_category", F_CATEGORY as u8 + 1),
+                ("program_id", F_PROGRAM as u8 + 1),
+                ("tf_op", F_TF_OP as u8 + 1),
+                ("level 0", F_LEVEL0 as u8 + 1),
+                ("source", F_SOURCE as u8 + 1),
+                ("hlo_op", F_HLO_OP as u8 + 1),
+                ("hlo_module", F_MODULE as u8 + 1),
+            ],
+        );
         Keys {
             slots,
             tf_op: p.key("tf_op"),

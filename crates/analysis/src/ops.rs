@@ -182,3 +182,15 @@ pub fn op_times(p: &Profile) -> OpTimes {
         total_self_time_ps,
     }
 }
+
+/// A table from interned stat key to a reader's slot (0: a key the reader does not want), so that
+/// a per-event stat loop costs one load per stat.
+pub(crate) fn stat_slots(p: &Profile, keys: &[(&str, u8)]) -> Vec<u8> {
+    let mut slots = vec![0u8; p.strings.len()];
+    for &(name, slot) in keys {
+        if let Some(s) = p.key(name).and_then(|k| slots.get_mut(k.0 as usize)) {
+            *s = slot;
+        }
+    }
+    slots
+}

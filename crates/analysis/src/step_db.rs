@@ -283,31 +283,27 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let mut slots = vec![0u8; p.strings.len()];
-        for (name, slot) in [
-            ("_r", S_R),
-            ("_a", S_A),
-            ("correlation_id", S_CORR),
-            ("id", S_ID),
-            ("iter_num", S_ITER),
-            ("step_num", S_STEP),
-            ("graph_type", S_GRAPH),
-            ("group_id", S_GROUP),
-            ("step_name", S_STEP_NAME),
-            ("_ipl_stage_name", S_IPL),
-            ("shape", S_SHAPE),
-            ("_p", S_P),
-            ("_pt", S_PT),
-            ("_c", S_C),
-            ("_ct", S_CT),
-            ("_pid", S_PID),
-        ] {
-            if let Some(k) = p.key(name) {
-                if let Some(s) = slots.get_mut(k.0 as usize) {
-                    *s = slot;
-                }
-            }
-        }
+        let slots = crate::ops::stat_slots(
+            p,
+            &[
+                ("_r", S_R),
+                ("_a", S_A),
+                ("correlation_id", S_CORR),
+                ("id", S_ID),
+                ("iter_num", S_ITER),
+                ("step_num", S_STEP),
+                ("graph_type", S_GRAPH),
+                ("group_id", S_GROUP),
+                ("step_name", S_STEP_NAME),
+                ("_ipl_stage_name", S_IPL),
+                ("shape", S_SHAPE),
+                ("_p", S_P),
+                ("_pt", S_PT),
+                ("_c", S_C),
+                ("_ct", S_CT),
+                ("_pid", S_PID),
+            ],
+        );
         Keys {
             slots,
             group_id: p.key("group_id"),
