@@ -1,5 +1,5 @@
-// The trace viewer in a real browser: it draws the bundled demo, W zooms, and clicking an event
-// pins a details panel with that event's name. Needs Debian's chromium (CHROMIUM, default
+// The trace viewer in a real browser: it draws the bundled demo, W zooms, clicking an event pins a
+// details panel with that event's name, and an XLA op's details link to its HLO graph. Needs Debian's chromium (CHROMIUM, default
 // /usr/bin/chromium) and an xlens binary (XLENS_BIN, default ../../target/debug/xlens).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,10 +63,27 @@ test('trace viewer draws, zooms with W, and pins details on click', { skip: noBr
     assert.equal(await page.textContent('#tv-details h3'), target.name);
     assert.notEqual(await page.evaluate(() => getComputedStyle(document.getElementById('tv-details')).userSelect), 'none');
 
+    // An XLA op's details link to the HLO graph around it, and the link opens that graph.
+    const hit = await page.evaluate(async () => {
+      const r = await fetch('/api/trace/search?' + new URLSearchParams({ run: new URLSearchParams(location.search).get('run') || '', q: 'multiply_add_fusion.2', limit: '1' }));
+      return (await r.json()).hits[0];
+    });
+    assert.ok(hit, 'the demo has multiply_add_fusion.2');
+    await page.evaluate(({ track, index }) => window.xlensTrace.select(track, index), hit);
+    await page.waitForSelector('#tv-details a.tv-graph');
+    const href = await page.getAttribute('#tv-details a.tv-graph', 'href');
+    assert.match(href, /tool=graph_viewer/);
+    assert.match(href, /op=multiply_add_fusion\.2/);
+    assert.match(href, /module=jit_adam_update/);
+
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: join(artifacts, 'trace_viewer.png') });
     console.log(`drew ${drawn} boxes; median frame ${drawMs} ms at 1920x1080; clicked "${target.name}"; screenshot in ${artifacts}`);
     assert.deepEqual(errors, []);
+    await page.goto(new URL(href, page.url()).toString());
+    const graph = await page.textContent('main');
+    assert.match(graph, /multiply_add_fusion\.2/);
+    assert.match(graph, /jit_adam_update/);
   } finally {
     await browser.close();
     server.kill();

@@ -553,6 +553,7 @@ form.addEventListener('submit', async (ev) => {
 window.xlensTrace = {
   state,
   xOf,
+  select,
   rowY: (track, depth) => { const r = trackRow(track); return r ? r.y - state.scrollY + depth * ROW + ROW / 2 : null; },
 };
 
