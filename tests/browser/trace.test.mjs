@@ -1,6 +1,7 @@
 // The trace viewer in a real browser: it draws the bundled demo, W zooms, clicking an event pins a
-// details panel with that event's name, and an XLA op's details link to its HLO graph. Needs Debian's chromium (CHROMIUM, default
-// /usr/bin/chromium) and an xlens binary (XLENS_BIN, default ../../target/debug/xlens).
+// details panel with that event's name, and an XLA op's details link to its HLO graph. Needs
+// Debian's chromium (CHROMIUM, default /usr/bin/chromium) and an xlens binary (XLENS_BIN, default
+// ../../target/debug/xlens).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
