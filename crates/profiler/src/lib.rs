@@ -3,7 +3,8 @@
 //! `jax.profiler.start_trace` writes.
 //!
 //! ```no_run
-//! xlens_profiler::start_trace("/tmp/logdir").unwrap();
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! xlens_profiler::start_trace("/tmp/logdir")?;
 //! for i in 0..10 {
 //!     let _step = xlens_profiler::step("train", i);
 //!     {
@@ -13,8 +14,10 @@
 //!     let _b = xlens_profiler::trace("backward");
 //!     // ...
 //! }
-//! let file = xlens_profiler::stop_trace().unwrap();
+//! let file = xlens_profiler::stop_trace()?;
 //! println!("wrote {}", file.display());
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! * [`trace`] returns a guard that records a span from its creation to its drop on the

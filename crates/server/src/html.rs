@@ -463,11 +463,23 @@ fn overview_view(v: &Value, csv: &str) -> String {
     o
 }
 
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+/// JSON field readers for the views: a missing or mistyped field reads as empty / zero.
+pub(crate) fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-fn n(v: &Value, k: &str) -> i64 {
+pub(crate) fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+pub(crate) fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+pub(crate) fn n(v: &Value, k: &str) -> i64 {
     v.get(k).and_then(Value::as_i64).unwrap_or(0)
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use xlens_analysis::memory_profile::fmt_bytes;
 use xlens_analysis::report::fmt_ps;
 
-use crate::html::{error_box, esc, url_enc};
+use crate::html::{arr, error_box, esc, n, s, url_enc};
 
 /// Bars drawn for the buffers live at the peak; the table lists all of them.
 const MAX_BARS: usize = 120;
@@ -16,21 +16,6 @@ const MAX_LIVE_ROWS: usize = 200;
 const W: f64 = 1000.0;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 12.0;
-
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn n(v: &Value, k: &str) -> i64 {
-    v.get(k).and_then(Value::as_i64).unwrap_or(0)
-}
-
-fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
 
 /// JSON safe to embed in a `<script type="application/json">` element.
 fn script_json(v: &Value) -> String {

@@ -6,26 +6,7 @@ use serde_json::Value;
 use std::fmt::Write;
 use xlens_analysis::report::fmt_ps;
 
-use crate::html::{error_box, esc, url_enc};
-
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn f(v: &Value, k: &str) -> f64 {
-    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn n(v: &Value, k: &str) -> i64 {
-    v.get(k).and_then(Value::as_i64).unwrap_or(0)
-}
-
-fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
+use crate::html::{arr, error_box, esc, f, n, s, url_enc};
 
 fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
