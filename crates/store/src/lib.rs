@@ -408,7 +408,7 @@ pub fn read_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
         // which is a good part of the read time. Only a hint; failure changes nothing.
         #[cfg(target_os = "linux")]
         let _ = m.advise(memmap2::Advice::HugePage);
-        f.read_exact(&mut m[..]).map_err(io)?;
+        read_all(&mut f, &mut m[..]).map_err(io)?;
         Inner::Anon(m)
     };
     Ok(FileBytes {
@@ -416,6 +416,44 @@ pub fn read_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
         path: path.to_path_buf(),
         stored_bytes: len,
     })
+}
+
+/// Files at least this large are read by two threads, one half each: copying out of the page
+/// cache (and faulting in the buffer) is most of the read time, and it scales with cores.
+const PARALLEL_READ_MIN: usize = 16 << 20;
+
+/// Fills `buf` from the start of `f`, in two halves on two threads for large files.
+fn read_all(f: &mut fs::File, buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if buf.len() >= PARALLEL_READ_MIN && cores > 1 {
+            let half = buf.len() / 2;
+            let (a, b) = buf.split_at_mut(half);
+            let file: &fs::File = f;
+            // The second half waits in a cell, so that it can still be read here if no thread
+            // can be started.
+            let cell = std::sync::Mutex::new(Some(b));
+            return std::thread::scope(|s| {
+                let cell = &cell;
+                let read_b = move || match cell.lock().ok().and_then(|mut g| g.take()) {
+                    Some(b) => file.read_exact_at(b, half as u64),
+                    None => Ok(()),
+                };
+                let other = std::thread::Builder::new().spawn_scoped(s, read_b);
+                let here = file.read_exact_at(a, 0);
+                let there = match other {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("reading thread panicked"))),
+                    Err(_) => read_b(),
+                };
+                here.and(there)
+            });
+        }
+    }
+    f.read_exact(buf)
 }
 
 #[cfg(test)]
