@@ -84,12 +84,110 @@ pub fn tools_for(_session: &Session) -> Vec<ToolInfo> {
     TOOLS.to_vec()
 }
 
-/// What a tool produced, in every output form.
+/// What a tool produced. Each form (JSON, text, CSV) is rendered from the tool's typed result
+/// when asked for, so a caller that wants one form does not pay for the others, and JSON is
+/// written straight from the result (fields in the result's order).
 pub struct ToolOutput {
-    pub json: serde_json::Value,
-    pub text: String,
+    forms: Box<dyn Forms + Send + Sync>,
+}
+
+impl ToolOutput {
+    /// The result as a JSON value (for callers that read fields).
+    pub fn json(&self) -> Result<serde_json::Value, ToolError> {
+        self.forms.json()
+    }
+
+    /// The result as JSON text, indented when `pretty`.
+    pub fn json_string(&self, pretty: bool) -> Result<String, ToolError> {
+        self.forms.json_string(pretty)
+    }
+
+    /// A human-readable rendering.
+    pub fn text(&self) -> String {
+        self.forms.text()
+    }
+
     /// The main table as CSV, for tools that have one.
-    pub csv: Option<String>,
+    pub fn csv(&self) -> Option<String> {
+        self.forms.csv()
+    }
+
+    /// A typed result and how to render it as text and CSV.
+    fn typed<T: Serialize + Send + Sync + 'static>(
+        r: T,
+        text: fn(&T) -> String,
+        csv: fn(&T) -> String,
+    ) -> ToolOutput {
+        ToolOutput {
+            forms: Box::new(Typed { r, text, csv }),
+        }
+    }
+
+    /// Forms already rendered.
+    fn ready(json: serde_json::Value, text: String, csv: Option<String>) -> ToolOutput {
+        ToolOutput {
+            forms: Box::new(Ready { json, text, csv }),
+        }
+    }
+}
+
+trait Forms {
+    fn json(&self) -> Result<serde_json::Value, ToolError>;
+    fn json_string(&self, pretty: bool) -> Result<String, ToolError>;
+    fn text(&self) -> String;
+    fn csv(&self) -> Option<String>;
+}
+
+struct Typed<T> {
+    r: T,
+    text: fn(&T) -> String,
+    csv: fn(&T) -> String,
+}
+
+impl<T: Serialize> Forms for Typed<T> {
+    fn json(&self) -> Result<serde_json::Value, ToolError> {
+        to_json(&self.r)
+    }
+    fn json_string(&self, pretty: bool) -> Result<String, ToolError> {
+        let s = if pretty {
+            serde_json::to_string_pretty(&self.r)
+        } else {
+            serde_json::to_string(&self.r)
+        };
+        s.map_err(|e| ToolError::Serialize(e.to_string()))
+    }
+    fn text(&self) -> String {
+        (self.text)(&self.r)
+    }
+    fn csv(&self) -> Option<String> {
+        Some((self.csv)(&self.r))
+    }
+}
+
+struct Ready {
+    json: serde_json::Value,
+    text: String,
+    csv: Option<String>,
+}
+
+impl Forms for Ready {
+    fn json(&self) -> Result<serde_json::Value, ToolError> {
+        Ok(self.json.clone())
+    }
+    fn json_string(&self, pretty: bool) -> Result<String, ToolError> {
+        Typed {
+            r: &self.json,
+            text: |_| String::new(),
+            csv: |_| String::new(),
+        }
+        .json_string(pretty)
+    }
+    fn text(&self) -> String {
+        self.text.clone()
+    }
+    fn csv(&self) -> Option<String> {
+        self.csv.clone()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -183,19 +281,19 @@ pub fn run_tool_with(
                 params.module.as_deref(),
                 params.memory_space.unwrap_or(0),
             );
-            Ok(ToolOutput {
-                text: crate::memory_viewer::render_text(&r),
-                csv: Some(crate::memory_viewer::render_csv(&r)),
-                json: to_json(&r)?,
-            })
+            Ok(ToolOutput::typed(
+                r,
+                crate::memory_viewer::render_text,
+                crate::memory_viewer::render_csv,
+            ))
         }
         "memory_profile" => {
             let r = crate::memory_profile::report(sessions, &mut *load);
-            Ok(ToolOutput {
-                text: crate::memory_profile::render_text(&r),
-                csv: Some(crate::memory_profile::render_csv(&r)),
-                json: to_json(&r)?,
-            })
+            Ok(ToolOutput::typed(
+                r,
+                crate::memory_profile::render_text,
+                crate::memory_profile::render_csv,
+            ))
         }
         "trace_viewer" => {
             let mut hosts = Vec::new();
@@ -240,27 +338,23 @@ pub fn run_tool_with(
                 }
                 o
             };
-            Ok(ToolOutput {
-                json: v.to_json(true),
-                text,
-                csv: Some(csv),
-            })
+            Ok(ToolOutput::ready(v.to_json(true), text, Some(csv)))
         }
         "overview_page" => {
             let r = crate::overview::overview(sessions, &mut *load);
-            Ok(ToolOutput {
-                text: crate::overview::render_text(&r),
-                csv: Some(crate::overview::render_csv(&r)),
-                json: to_json(&r)?,
-            })
+            Ok(ToolOutput::typed(
+                r,
+                crate::overview::render_text,
+                crate::overview::render_csv,
+            ))
         }
         "input_pipeline_analyzer" => {
             let r = crate::input_pipeline::input_pipeline(sessions, &mut *load);
-            Ok(ToolOutput {
-                text: crate::input_pipeline::render_text(&r),
-                csv: Some(crate::input_pipeline::render_csv(&r)),
-                json: to_json(&r)?,
-            })
+            Ok(ToolOutput::typed(
+                r,
+                crate::input_pipeline::render_text,
+                crate::input_pipeline::render_csv,
+            ))
         }
         "framework_op_stats" | "kernel_stats" => per_host_tool(name, sessions, &mut *load),
         "graph_viewer" => {
@@ -272,11 +366,11 @@ pub fn run_tool_with(
                 params.radius,
             )
             .map_err(ToolError::Load)?;
-            Ok(ToolOutput {
-                text: crate::graph_viewer::render_text(&g),
-                csv: Some(crate::graph_viewer::render_csv(&g)),
-                json: to_json(&g)?,
-            })
+            Ok(ToolOutput::typed(
+                g,
+                crate::graph_viewer::render_text,
+                crate::graph_viewer::render_csv,
+            ))
         }
         "op_profile" | "hlo_stats" | "roofline_model" => {
             let user = crate::peaks::UserPeaks {
@@ -286,38 +380,34 @@ pub fn run_tool_with(
             match name {
                 "op_profile" => {
                     let r = crate::op_profile::report(sessions, &mut *load, user);
-                    Ok(ToolOutput {
-                        text: crate::op_profile::render_text(&r),
-                        csv: Some(crate::op_profile::render_csv(&r)),
-                        json: to_json(&r)?,
-                    })
+                    Ok(ToolOutput::typed(
+                        r,
+                        crate::op_profile::render_text,
+                        crate::op_profile::render_csv,
+                    ))
                 }
                 "hlo_stats" => {
                     let r = crate::hlo_stats::report(sessions, &mut *load, user);
-                    Ok(ToolOutput {
-                        text: crate::hlo_stats::render_text(&r),
-                        csv: Some(crate::hlo_stats::render_csv(&r)),
-                        json: to_json(&r)?,
-                    })
+                    Ok(ToolOutput::typed(
+                        r,
+                        crate::hlo_stats::render_text,
+                        crate::hlo_stats::render_csv,
+                    ))
                 }
                 _ => {
                     let r =
                         crate::roofline::report(sessions, &mut *load, user, params.step.as_deref());
-                    Ok(ToolOutput {
-                        text: crate::roofline::render_text(&r),
-                        csv: Some(crate::roofline::render_csv(&r)),
-                        json: to_json(&r)?,
-                    })
+                    Ok(ToolOutput::typed(
+                        r,
+                        crate::roofline::render_text,
+                        crate::roofline::render_csv,
+                    ))
                 }
             }
         }
         "report" => {
             let r = report::report(sessions, &mut *load);
-            Ok(ToolOutput {
-                text: report::render_text(&r),
-                csv: Some(report_csv(&r)),
-                json: to_json(&r)?,
-            })
+            Ok(ToolOutput::typed(r, report::render_text, report_csv))
         }
         other => Err(ToolError::UnknownTool(other.to_string())),
     }
@@ -360,11 +450,11 @@ fn per_host_tool(
         }
     }
     text.push_str(&csv);
-    Ok(ToolOutput {
-        json: serde_json::json!({ "tool": name, "hosts": hosts }),
+    Ok(ToolOutput::ready(
+        serde_json::json!({ "tool": name, "hosts": hosts }),
         text,
-        csv: Some(csv),
-    })
+        Some(csv),
+    ))
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value, ToolError> {

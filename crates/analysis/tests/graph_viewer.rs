@@ -150,11 +150,17 @@ fn registered_as_a_tool() {
         ..Default::default()
     };
     let out = run_tool_with("graph_viewer", &sessions, &mut load, &params).unwrap();
-    assert_eq!(out.json["focus"], "all-reduce");
-    assert_eq!(out.json["module"], "jit__psum(9646411105960254074)");
-    assert!(out.json["svg"].as_str().unwrap().contains("all-reduce"));
-    assert!(out.text.contains("all-reduce"));
-    assert!(out.csv.unwrap().starts_with("module,name,opcode"));
+    assert_eq!(out.json().unwrap()["focus"], "all-reduce");
+    assert_eq!(
+        out.json().unwrap()["module"],
+        "jit__psum(9646411105960254074)"
+    );
+    assert!(out.json().unwrap()["svg"]
+        .as_str()
+        .unwrap()
+        .contains("all-reduce"));
+    assert!(out.text().contains("all-reduce"));
+    assert!(out.csv().unwrap().starts_with("module,name,opcode"));
     assert!(xlens_analysis::tools::TOOLS
         .iter()
         .any(|t| t.name == "graph_viewer"));

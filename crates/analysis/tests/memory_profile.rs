@@ -222,11 +222,12 @@ fn tool_outputs() {
             .map_err(|e| e.to_string())
     };
     let out = xlens_analysis::tools::run_tool("memory_profile", &sessions, &mut load).unwrap();
-    assert!(out.text.contains("allocator GPU_4_bfc"), "{}", out.text);
-    let csv = out.csv.unwrap();
+    assert!(out.text().contains("allocator GPU_4_bfc"), "{}", out.text());
+    let csv = out.csv().unwrap();
     assert!(csv.starts_with("session,host,allocator,rank,allocation_bytes"));
     assert!(csv.contains("[30522,1024]"));
-    let h = &out.json["hosts"][0];
+    let json = out.json().unwrap();
+    let h = &json["hosts"][0];
     assert_eq!(h["allocators"].as_array().unwrap().len(), 4);
     assert!(h["allocators"][0]["samples_total"].as_u64().unwrap() > 0);
 }

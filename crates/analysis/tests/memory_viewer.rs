@@ -217,7 +217,8 @@ fn tool_output_lists_modules_and_selects_one() {
         ..Default::default()
     };
     let out = run_tool_with("memory_viewer", &sessions, &mut load, &params).unwrap();
-    let host = &out.json["hosts"][0];
+    let json = out.json().unwrap();
+    let host = &json["hosts"][0];
     assert_eq!(host["modules"].as_array().unwrap().len(), 16);
     let sel = &host["selected"];
     assert_eq!(sel["name"], "jit_mlp_loss(26)");
@@ -226,8 +227,8 @@ fn tool_output_lists_modules_and_selects_one() {
     let bufs = sel["peak_buffers"].as_array().unwrap();
     assert!(!bufs.is_empty());
     assert!(bufs[0]["shape"].as_str().unwrap().starts_with("f32["));
-    assert!(out.text.contains("jit_mlp_loss(26)"));
-    assert!(out.csv.unwrap().lines().count() > 1);
+    assert!(out.text().contains("jit_mlp_loss(26)"));
+    assert!(out.csv().unwrap().lines().count() > 1);
 
     // Without a module: every module with its peak, none selected.
     let out = run_tool_with(
@@ -237,7 +238,8 @@ fn tool_output_lists_modules_and_selects_one() {
         &ToolParams::default(),
     )
     .unwrap();
-    let host = &out.json["hosts"][0];
+    let json = out.json().unwrap();
+    let host = &json["hosts"][0];
     assert!(host["selected"].is_null());
     let mods = host["modules"].as_array().unwrap();
     let peaks: Vec<i64> = mods
@@ -252,7 +254,8 @@ fn tool_output_lists_modules_and_selects_one() {
         ..Default::default()
     };
     let out = run_tool_with("memory_viewer", &sessions, &mut load, &params).unwrap();
-    let err = out.json["hosts"][0]["selection_error"].as_str().unwrap();
+    let json = out.json().unwrap();
+    let err = json["hosts"][0]["selection_error"].as_str().unwrap();
     assert!(err.contains("jit_mlp_loss(26)"), "{err}");
 }
 

@@ -307,12 +307,9 @@ fn tool(
     };
     let out = tools::run_tool_with(name, &sessions, &mut load, params)?;
     match f {
-        Format::Text => print!("{}", out.text),
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&out.json).context("serialising JSON")?
-        ),
-        Format::Csv => match out.csv {
+        Format::Text => print!("{}", out.text()),
+        Format::Json => println!("{}", out.json_string(true).context("serialising JSON")?),
+        Format::Csv => match out.csv() {
             Some(c) => print!("{c}"),
             None => bail!("tool `{name}` has no CSV output; use --json"),
         },

@@ -126,21 +126,21 @@ pub fn trace_body() -> String {
 
 /// The view of one tool's output.
 pub fn tool_body(tool: &str, out: &ToolOutput) -> String {
+    let json = || out.json().unwrap_or(Value::Null);
+    let csv = || out.csv().unwrap_or_default();
     match tool {
-        "report" => report_view(&out.json),
-        "overview_page" => overview_view(&out.json, out.csv.as_deref().unwrap_or("")),
-        "input_pipeline_analyzer" => {
-            input_pipeline_view(&out.json, out.csv.as_deref().unwrap_or(""))
-        }
+        "report" => report_view(&json()),
+        "overview_page" => overview_view(&json(), &csv()),
+        "input_pipeline_analyzer" => input_pipeline_view(&json(), &csv()),
         "framework_op_stats" | "kernel_stats" => format!(
             "<pre class=\"dim\">{}</pre>{}",
-            esc(out.text.lines().next().unwrap_or("")),
-            csv_table(out.csv.as_deref().unwrap_or(""))
+            esc(out.text().lines().next().unwrap_or("")),
+            csv_table(&csv())
         ),
-        "graph_viewer" => graph_view(&out.json),
-        "memory_viewer" => crate::memory_html::memory_viewer_view(&out.json),
-        "memory_profile" => crate::memory_html::memory_profile_view(&out.json),
-        _ => format!("<pre>{}</pre>", esc(&out.text)),
+        "graph_viewer" => graph_view(&json()),
+        "memory_viewer" => crate::memory_html::memory_viewer_view(&json()),
+        "memory_profile" => crate::memory_html::memory_profile_view(&json()),
+        _ => format!("<pre>{}</pre>", esc(&out.text())),
     }
 }
 

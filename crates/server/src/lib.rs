@@ -235,7 +235,7 @@ async fn api_tool(
         .and_then(|v| v.trim().parse().ok());
     match run_tool(&state, tool, q.run, q.host, params).await {
         Ok((_, out)) => match q.format.as_deref() {
-            Some("csv") => match out.csv {
+            Some("csv") => match out.csv() {
                 Some(csv) => {
                     ([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], csv).into_response()
                 }
@@ -243,10 +243,13 @@ async fn api_tool(
             },
             Some("text") => (
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                out.text,
+                out.text(),
             )
                 .into_response(),
-            Some("json") | None => Json(out.json).into_response(),
+            Some("json") | None => match out.json_string(false) {
+                Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                Err(e) => error_json(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            },
             Some(other) => error_json(
                 StatusCode::BAD_REQUEST,
                 format!("unknown format `{other}`; use json, csv or text"),
@@ -288,7 +291,7 @@ async fn largest_module(
     )
     .await
     .ok()?;
-    out.json["hosts"]
+    out.json().ok()?["hosts"]
         .as_array()?
         .iter()
         .filter_map(|h| h["modules"].as_array()?.first())
@@ -336,9 +339,15 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         }
         match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
             Ok((sess, out)) => match tool.as_str() {
-                "op_profile" => op_html::op_profile_view(&out.json, &sess.name, q.group.as_deref()),
-                "hlo_stats" => op_html::hlo_stats_view(&out.json, &sess.name),
-                "roofline_model" => op_html::roofline_view(&out.json, &sess.name),
+                "op_profile" => op_html::op_profile_view(
+                    &out.json().unwrap_or_default(),
+                    &sess.name,
+                    q.group.as_deref(),
+                ),
+                "hlo_stats" => op_html::hlo_stats_view(&out.json().unwrap_or_default(), &sess.name),
+                "roofline_model" => {
+                    op_html::roofline_view(&out.json().unwrap_or_default(), &sess.name)
+                }
                 _ => html::tool_body(&tool, &out),
             },
             Err((_, msg)) => html::error_box(&msg),
