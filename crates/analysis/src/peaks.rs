@@ -332,7 +332,7 @@ pub fn peak_spec(p: &Profile, user: UserPeaks) -> PeakSpec {
 }
 
 const LANES: usize = 64;
-const ITERS: usize = 1_000_000;
+const ITERS: usize = 400_000;
 
 /// `ITERS` multiply-adds on each of `LANES` independent accumulators: enough independent work to
 /// keep every FMA unit busy. With AVX2 and FMA (checked at run time) as fused vector
@@ -378,8 +378,8 @@ pub struct HostMeasurement {
     pub threads: usize,
 }
 
-/// Measures this machine once per process (a few tens of ms): an f32 multiply-add loop on every
-/// thread for the FLOP rate, an 8 MiB buffer copy for the memory bandwidth (beyond the private caches;
+/// Measures this machine once per process (a few ms): an f32 multiply-add loop on every
+/// thread for the FLOP rate, a 4 MiB buffer copy for the memory bandwidth (beyond the private caches;
 /// on machines with a larger shared cache it measures that cache). A rough roof, not a
 /// benchmark.
 pub fn measure_host() -> HostMeasurement {
@@ -397,7 +397,7 @@ pub fn measure_host() -> HostMeasurement {
         }
         let secs = start.elapsed().as_secs_f64().max(1e-9);
         let flops = 2.0 * (LANES * ITERS * threads) as f64 / secs;
-        const BYTES: usize = 8 << 20;
+        const BYTES: usize = 4 << 20;
         let src = vec![1u8; BYTES];
         let mut dst = vec![0u8; BYTES];
         let mut best = f64::MAX;

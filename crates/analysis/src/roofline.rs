@@ -182,30 +182,29 @@ fn program_id(
         })
 }
 
-/// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
-/// op's per-occurrence figures.
-fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<RooflinePoint> {
+/// The op events of each step, found without the ops' figures (so that this pass can run while
+/// the op table is built): every op event starting in a step, as (step, op key) in scan order,
+/// an op key being (plane, metadata, program id).
+struct StepBins<'a> {
+    steps: crate::steps::Steps,
+    keys: Vec<(&'a xlens_model::Plane, u32, Option<u64>)>,
+    /// (step index, key index, duration).
+    events: Vec<(u32, u32, i64)>,
+}
+
+fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
     let steps = find_steps(p);
     if steps.steps.is_empty() {
-        return Vec::new();
-    }
-    // Per-occurrence figures by (op name, program id).
-    let mut per: HashMap<(&str, Option<u64>), (f64, f64, f64)> = HashMap::new();
-    for o in ops {
-        let n = o.occurrences.max(1) as f64;
-        per.insert(
-            (o.name.as_str(), o.program_id),
-            (o.flops / n, o.hbm_bytes / n, o.bytes_accessed / n),
-        );
+        return None;
     }
     let (source, lines) = op_lines(p);
     let kp = p.key("program_id");
     let kh = p.key("hlo_op");
-    let mut acc: Vec<(i64, f64, f64, f64, u64)> = vec![(0, 0.0, 0.0, 0.0, 0); steps.steps.len()];
     let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
-    // Per-occurrence figures by (plane, metadata, program), looked up once each.
     type OpKey = (usize, u32, Option<u64>);
-    let mut cache: crate::fx::FxMap<OpKey, (f64, f64, f64)> = crate::fx::FxMap::default();
+    let mut index: crate::fx::FxMap<OpKey, u32> = crate::fx::FxMap::default();
+    let mut keys = Vec::new();
+    let mut events = Vec::new();
     let host_xla = source == Some(OpSource::HostXlaOps);
     for (plane, line) in lines {
         let ev = &line.events;
@@ -260,22 +259,66 @@ fn step_points(p: &Profile, ops: &[OpRow], peaks: Option<&PeakSpec>) -> Vec<Roof
             if pid.is_none() {
                 pid = program_id(kp, xlens_model::Stats::new(&[]), md);
             }
-            let (f, h, b) = *cache.entry((plane_key, m, pid)).or_insert_with(|| {
-                let name = p.str(op_name(p, md));
-                per.get(&(name, pid))
-                    .or_else(|| per.get(&(name, None)))
-                    .copied()
-                    .unwrap_or_default()
+            let key = *index.entry((plane_key, m, pid)).or_insert_with(|| {
+                keys.push((plane, m, pid));
+                keys.len() as u32 - 1
             });
-            let a = &mut acc[k - 1];
-            a.0 += ev.dur(i);
-            a.1 += f;
-            a.2 += h;
-            a.3 += b;
-            a.4 += 1;
+            events.push(((k - 1) as u32, key, ev.dur(i)));
         }
     }
-    steps
+    Some(StepBins {
+        steps,
+        keys,
+        events,
+    })
+}
+
+/// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
+/// op's per-occurrence figures.
+fn step_points(
+    p: &Profile,
+    bins: Option<StepBins<'_>>,
+    ops: &[OpRow],
+    peaks: Option<&PeakSpec>,
+) -> Vec<RooflinePoint> {
+    let Some(bins) = bins else {
+        return Vec::new();
+    };
+    // Per-occurrence figures by (op name, program id), then by op key.
+    let mut per: HashMap<(&str, Option<u64>), (f64, f64, f64)> = HashMap::new();
+    for o in ops {
+        let n = o.occurrences.max(1) as f64;
+        per.insert(
+            (o.name.as_str(), o.program_id),
+            (o.flops / n, o.hbm_bytes / n, o.bytes_accessed / n),
+        );
+    }
+    let figures: Vec<(f64, f64, f64)> = bins
+        .keys
+        .iter()
+        .map(|&(plane, m, pid)| {
+            let Some(md) = plane.event_metadata.get(m as usize) else {
+                return Default::default();
+            };
+            let name = p.str(op_name(p, md));
+            per.get(&(name, pid))
+                .or_else(|| per.get(&(name, None)))
+                .copied()
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut acc: Vec<(i64, f64, f64, f64, u64)> =
+        vec![(0, 0.0, 0.0, 0.0, 0); bins.steps.steps.len()];
+    for &(k, key, dur) in &bins.events {
+        let (f, h, b) = figures.get(key as usize).copied().unwrap_or_default();
+        let a = &mut acc[k as usize];
+        a.0 += dur;
+        a.1 += f;
+        a.2 += h;
+        a.3 += b;
+        a.4 += 1;
+    }
+    bins.steps
         .steps
         .iter()
         .zip(acc)
@@ -399,7 +442,10 @@ pub fn host_roofline_at(
     user: UserPeaks,
     step: Option<&str>,
 ) -> HostRoofline {
-    let h = host_ops(p, user);
+    // The machine's peaks are measured (CPU profiles) before anything runs alongside.
+    crate::peaks::peak_spec(p, user);
+    // The op table and the step binning are independent passes over the op events.
+    let (bins, h) = crate::par::join(|| bin_steps(p), || host_ops(p, user));
     let peaks = Some(&h.peaks);
     let mut ops = h.ops;
     ops.sort_by(|a, b| {
@@ -446,7 +492,7 @@ pub fn host_roofline_at(
             "Total", "program", name, name, "Program", *n, *t, *t, *f, *hb, *b, peaks, "",
         ));
     }
-    let steps = step_points(p, &ops, peaks);
+    let steps = step_points(p, bins, &ops, peaks);
     let step_count = steps.len();
     points.extend(steps);
     let mut notes = h.notes;
