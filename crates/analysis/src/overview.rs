@@ -8,7 +8,7 @@ use xlens_store::Session;
 use crate::device::{device_info, DeviceInfo};
 use crate::op_metrics::{host_framework_ops, op_metrics, OpMetric};
 use crate::ops::OpSource;
-use crate::step_db::{step_db, Category, StepDb, StepRow, Summary, CATEGORIES};
+use crate::step_db::{step_db_prepare, Category, StepDb, StepRow, Summary, CATEGORIES};
 use crate::tools::Loader;
 
 pub const TOP_OPS: usize = 10;
@@ -122,9 +122,12 @@ fn ms(ps: i64) -> String {
 }
 
 pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
-    // Steps and op metrics are independent passes over the events: one on another thread.
+    // Steps and op metrics are independent passes over the events. The step grouping's first
+    // half uses both cores by itself; its second half is mostly sequential, so the op metrics
+    // run alongside that.
+    let prep = step_db_prepare(p);
     let (db, (dev, ops, (host_ops, _))) = crate::par::join(
-        || step_db(p),
+        || prep.finish(),
         || (device_info(p), op_metrics(p), host_framework_ops(p)),
     );
     let db: StepDb = db;

@@ -634,15 +634,21 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
             .collect()
     };
     let mut parts: Vec<(usize, LinePart)> = if n >= PARALLEL_MIN_EVENTS && jobs.len() > 1 {
-        jobs.sort_by_key(|j| std::cmp::Reverse(j.1.len()));
+        // Balanced by an estimate of the work: a line's events and the bytes of their stats.
+        let cost = |li: usize| {
+            let (pi, lj, _) = lines[li];
+            let ev = &p.planes[pi].lines[lj].events;
+            ev.len() * 16 + ev.stats_bytes()
+        };
+        jobs.sort_by_key(|j| std::cmp::Reverse(cost(j.0)));
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let (mut na, mut nb) = (0, 0);
         for j in jobs {
             if na <= nb {
-                na += j.1.len();
+                na += cost(j.0);
                 a.push(j);
             } else {
-                nb += j.1.len();
+                nb += cost(j.0);
                 b.push(j);
             }
         }
@@ -1504,10 +1510,22 @@ fn build_rows(ev: Vec<(i64, StepEvents)>, has_device: bool) -> Vec<StepRow> {
 
 /// Computes the steps of one host's profile as XProf does.
 pub fn step_db(p: &Profile) -> StepDb {
-    let k = Keys::new(p);
+    step_db_prepare(p).finish()
+}
+
+/// The first, parallel half of [`step_db`] (the flat event index); [`StepDbPrep::finish`] does
+/// the mostly sequential rest, so that a caller can run other work alongside it.
+pub struct StepDbPrep<'a> {
+    p: &'a Profile,
+    hardware: Hardware,
+    keys: Keys,
+    flat: Option<Flat<'a>>,
+}
+
+/// See [`StepDbPrep`].
+pub fn step_db_prepare(p: &Profile) -> StepDbPrep<'_> {
     let tpu = device_planes(p, DeviceKind::Tpu);
     let gpu = device_planes(p, DeviceKind::Gpu);
-    let mut notes = Vec::new();
     let hardware = if !tpu.is_empty() {
         Hardware::Tpu
     } else if !gpu.is_empty() {
@@ -1515,10 +1533,28 @@ pub fn step_db(p: &Profile) -> StepDb {
     } else {
         Hardware::CpuOnly
     };
-    if hardware == Hardware::Tpu {
-        return tpu_steps(p, notes);
+    let keys = Keys::new(p);
+    let flat = (hardware != Hardware::Tpu).then(|| flatten(p, &keys));
+    StepDbPrep {
+        p,
+        hardware,
+        keys,
+        flat,
     }
-    let mut flat = flatten(p, &k);
+}
+
+impl StepDbPrep<'_> {
+    /// Groups the events into steps and breaks each step down.
+    pub fn finish(self) -> StepDb {
+        let notes = Vec::new();
+        match self.flat {
+            Some(flat) => steps_of(self.hardware, &self.keys, flat, notes),
+            None => tpu_steps(self.p, notes),
+        }
+    }
+}
+
+fn steps_of(hardware: Hardware, k: &Keys, mut flat: Flat<'_>, mut notes: Vec<String>) -> StepDb {
     let pre_grouped = k.group_id.is_some() && flat.ctxs.iter().any(|c| c.1.group_id.is_some());
     let (root_names, groups) = if pre_grouped {
         let mut gids: Vec<i64> = flat

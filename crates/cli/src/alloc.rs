@@ -4,7 +4,7 @@
 //! Decoding a profile and indexing it allocate a few large column buffers per thread and line
 //! (tens of megabytes for a 50 MB profile). Filled 4 KiB at a time, each page is a page fault,
 //! and on a virtual machine those faults were a fifth of the time to a first answer. Asking for
-//! huge pages on blocks of 4 MiB and more makes them 2 MiB faults instead. It is a hint: where
+//! huge pages on blocks of 2 MiB and more makes them 2 MiB faults instead. It is a hint: where
 //! the kernel does not offer huge pages nothing changes. Small blocks are left alone, so memory
 //! use grows by at most the unused tail of each large block's last huge page.
 
@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 pub struct HugeAlloc;
 
 const HUGE: usize = 2 << 20;
-const MIN_BLOCK: usize = 4 << 20;
+const MIN_BLOCK: usize = 2 << 20;
 
 #[cfg(target_os = "linux")]
 fn advise(p: *mut u8, len: usize) {

@@ -86,6 +86,12 @@ impl Events {
         &self.occurrences
     }
 
+    /// Bytes the events' stats take in the model's encoding (a measure of the work of reading
+    /// them all).
+    pub fn stats_bytes(&self) -> usize {
+        self.stats.len()
+    }
+
     /// Bytes of heap this line holds.
     pub fn heap_bytes(&self) -> usize {
         self.start.capacity() * 8
