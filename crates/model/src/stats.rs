@@ -117,46 +117,59 @@ fn get_varint_slow(buf: &[u8], pos: &mut usize) -> Option<u64> {
     }
 }
 
+/// The varint encoding of `v` (below 2^56) as the low bytes of a little-endian integer, and its
+/// length.
 #[inline(always)]
-fn write_varint(buf: &mut [u8; 24], mut n: usize, mut v: u64) -> usize {
-    // At most 5 header bytes (a u32 key shifted by 3) plus 10 payload bytes: always in bounds.
-    while v >= 0x80 && n < 23 {
-        buf[n] = (v as u8) | 0x80;
+fn varint_bits(mut v: u64) -> (u64, usize) {
+    let mut x = 0u64;
+    let mut n = 0;
+    while v >= 0x80 {
+        x |= ((v & 0x7f) | 0x80) << (8 * n);
         v >>= 7;
         n += 1;
     }
-    buf[n.min(23)] = v as u8;
-    n + 1
+    (x | v << (8 * n), n + 1)
+}
+
+/// Appends the varint `v` to `out`.
+#[inline(always)]
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    if v < 1 << 56 {
+        // Built in a register and appended as one 8-byte store, then cut to length: no
+        // per-byte stores, and nothing read back from memory (which would stall on the stores).
+        let (x, n) = varint_bits(v);
+        let len = out.len();
+        out.extend_from_slice(&x.to_le_bytes());
+        out.truncate(len + n);
+    } else {
+        let mut v = v;
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
 }
 
 /// Appends stats in the model's encoding. Used by importers.
 #[inline(always)]
 pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
-    // Encoded into a fixed-size stack buffer that is appended whole (a fixed-size copy the
-    // compiler inlines) and then cut to length: no per-byte capacity checks, no memcpy call.
-    let mut buf = [0u8; 24];
-    let n = match value {
-        StatValue::F64(v) => {
-            let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | K_F64);
-            buf[n..n + 8].copy_from_slice(&v.to_le_bytes());
-            n + 8
-        }
-        other => {
-            let (kind, payload): (u64, u64) = match other {
-                StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
-                StatValue::U64(v) => (K_U64, v),
-                StatValue::Str(s) => (K_STR, s.0 as u64),
-                StatValue::Ref(s) => (K_REF, s.0 as u64),
-                StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
-                _ => (K_NONE, 0),
-            };
-            let n = write_varint(&mut buf, 0, ((key.0 as u64) << 3) | kind);
-            write_varint(&mut buf, n, payload)
-        }
+    let (kind, payload): (u64, u64) = match value {
+        StatValue::F64(v) => (K_F64, v.to_bits()),
+        StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
+        StatValue::U64(v) => (K_U64, v),
+        StatValue::Str(s) => (K_STR, s.0 as u64),
+        StatValue::Ref(s) => (K_REF, s.0 as u64),
+        StatValue::Bytes(b) => (K_BYTES, b.0 as u64),
+        StatValue::None => (K_NONE, 0),
     };
-    let len = out.len();
-    out.extend_from_slice(&buf);
-    out.truncate(len + n);
+    out.reserve(24);
+    put_varint(out, ((key.0 as u64) << 3) | kind);
+    if kind == K_F64 {
+        out.extend_from_slice(&payload.to_le_bytes());
+    } else {
+        put_varint(out, payload);
+    }
 }
 
 /// The value of kind `kind` at `pos` (advanced past it).

@@ -641,6 +641,21 @@ fn stat<S: Side>(side: &mut S, mut r: Reader<'_>) -> Res<Option<(StrId, StatValu
     Ok(stat_name(side, key).map(|k| (k, value)))
 }
 
+/// Decodes an event's stat into the last event of `b`; `Ok(false)` when it needs a change
+/// `side` cannot make.
+#[inline(always)]
+fn event_stat<S: Side>(side: &mut S, b: &mut EventsBuilder, st: Reader<'_>) -> Res<bool> {
+    let kv = match stat_fast(side, st.rest()) {
+        Some(kv) => kv,
+        None => stat(side, st)?,
+    };
+    let Some((k, v)) = kv else {
+        return Ok(false);
+    };
+    encode_stat(b.stats_buf(), k, v);
+    Ok(true)
+}
+
 /// Decodes one line; `Ok(None)` when it needs a change `side` cannot make.
 fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'a>>> {
     let mut line = Line::default();
@@ -651,46 +666,70 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
     let line_len = r.rest().len();
     let mut b = EventsBuilder::with_capacity(line_len / 16 + 1, line_len / 2);
     let mut r = r;
-    while let Some((num, wire)) = r.field()? {
-        if num != 4 {
-            match (num, wire) {
-                (1, Wire::Varint) => line.id = r.varint()? as i64,
-                (2, Wire::Len) => name = r.bytes()?.0,
-                (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
-                (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
-                (10, Wire::Varint) => line.display_id = r.varint()? as i64,
-                (11, Wire::Len) => display_name = r.bytes()?.0,
-                (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
-                (2 | 11, w) => r.expect(num, w, Wire::Len)?,
-                _ => r.skip(wire)?,
+    while let Some(tag) = r.peek() {
+        // Events (field 4) have the one-byte header 0x22; other fields take the general path.
+        let mut e = if tag == 0x22 {
+            r.bump();
+            r.message("XEvent")?
+        } else {
+            let Some((num, wire)) = r.field()? else {
+                break;
+            };
+            if num != 4 {
+                match (num, wire) {
+                    (1, Wire::Varint) => line.id = r.varint()? as i64,
+                    (2, Wire::Len) => name = r.bytes()?.0,
+                    (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
+                    (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
+                    (10, Wire::Varint) => line.display_id = r.varint()? as i64,
+                    (11, Wire::Len) => display_name = r.bytes()?.0,
+                    (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
+                    (2 | 11, w) => r.expect(num, w, Wire::Len)?,
+                    _ => r.skip(wire)?,
+                }
+                continue;
             }
-            continue;
-        }
-        if wire != Wire::Len {
-            r.expect(num, wire, Wire::Len)?;
-        }
-        let mut e = r.message("XEvent")?;
+            if wire != Wire::Len {
+                r.expect(num, wire, Wire::Len)?;
+            }
+            r.message("XEvent")?
+        };
         let mut md_id = 0i64;
         let mut offset = 0i64;
         let mut dur = 0i64;
         let mut occurrences = None;
         // The event is pushed first so its stats can be encoded straight into the columns.
         b.push(0, 0, 0);
+        // Producers write the fields in number order with one-byte headers: read them in that
+        // order first (straight-line code, predictable branches); whatever is left, in any
+        // order or form, takes the general loop.
+        if e.peek() == Some(0x08) {
+            e.bump();
+            md_id = e.varint()? as i64;
+        }
+        if e.peek() == Some(0x10) {
+            e.bump();
+            offset = e.varint()? as i64;
+        }
+        if e.peek() == Some(0x18) {
+            e.bump();
+            dur = e.varint()? as i64;
+        }
+        while e.peek() == Some(0x22) {
+            e.bump();
+            if !event_stat(side, &mut b, e.message("XStat")?)? {
+                return Ok(None);
+            }
+        }
         while let Some((num, wire)) = e.field()? {
             match (num, wire) {
                 (1, Wire::Varint) => md_id = e.varint()? as i64,
                 (2, Wire::Varint) => offset = e.varint()? as i64,
                 (3, Wire::Varint) => dur = e.varint()? as i64,
                 (4, Wire::Len) => {
-                    let st = e.message("XStat")?;
-                    let kv = match stat_fast(side, st.rest()) {
-                        Some(kv) => kv,
-                        None => stat(side, st)?,
-                    };
-                    let Some((k, v)) = kv else {
+                    if !event_stat(side, &mut b, e.message("XStat")?)? {
                         return Ok(None);
-                    };
-                    encode_stat(b.stats_buf(), k, v);
+                    }
                 }
                 (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
                 (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,

@@ -54,19 +54,14 @@ impl<'a> Reader<'a> {
 
     #[inline(always)]
     pub(crate) fn varint(&mut self) -> Res<u64> {
-        if let Some(&b) = self.buf.get(self.pos) {
+        let buf = self.buf;
+        let start = self.pos;
+        if let Some(&b) = buf.get(start) {
             if b < 0x80 {
                 self.pos += 1;
                 return Ok(b as u64);
             }
         }
-        self.varint_slow()
-    }
-
-    #[inline(never)]
-    fn varint_slow(&mut self) -> Res<u64> {
-        let buf = self.buf;
-        let start = self.pos;
         // Up to 8 bytes at once: find the terminating byte (high bit clear) in a 64-bit load,
         // then squeeze the 7-bit groups together.
         if let Some(eight) = buf.get(start..start + 8) {
@@ -89,6 +84,14 @@ impl<'a> Reader<'a> {
                 return Ok(x);
             }
         }
+        self.varint_slow()
+    }
+
+    /// Varints of 9 or 10 bytes, and any varint within 8 bytes of the end of the buffer.
+    #[inline(never)]
+    fn varint_slow(&mut self) -> Res<u64> {
+        let buf = self.buf;
+        let start = self.pos;
         if let Some(chunk) = buf.get(start..start + 10) {
             // At least 10 bytes left: no bounds checks in the loop.
             let mut v = 0u64;
@@ -119,6 +122,18 @@ impl<'a> Reader<'a> {
                 return Err(self.err(self.base + start, "varint longer than 10 bytes"));
             }
         }
+    }
+
+    /// The next unread byte (the first byte of a field header), if any.
+    #[inline(always)]
+    pub(crate) fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    /// Consumes a one-byte field header seen with [`Reader::peek`].
+    #[inline(always)]
+    pub(crate) fn bump(&mut self) {
+        self.pos += 1;
     }
 
     /// Next field header, or `None` at the end of the message.
