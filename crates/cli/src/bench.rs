@@ -36,7 +36,8 @@ pub fn run(file: &Path, reps: usize, tool: &str, json: bool) -> Result<()> {
     let mut bytes_len = 0usize;
     for _ in 0..reps {
         let t0 = Instant::now();
-        let bytes = xlens_store::read(&host)?;
+        // As `xlens tool` reads it.
+        let bytes = crate::mapped::map(&host)?;
         let t1 = Instant::now();
         let profile = xlens_analysis::load::decode_bytes(&bytes)
             .map_err(|e| anyhow::anyhow!("{}: {e}", host.path.display()))?;

@@ -3,6 +3,7 @@
 mod alloc;
 mod bench;
 mod capture;
+mod mapped;
 
 #[global_allocator]
 static ALLOC: alloc::HugeAlloc = alloc::HugeAlloc;
@@ -300,11 +301,8 @@ fn tool(
         }
     }
     let sessions = tools::select_host(&sessions, host)?;
-    let mut load = |h: &xlens_store::HostFile| {
-        xlens_analysis::load::load_host(h)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    };
+    let mut load =
+        |h: &xlens_store::HostFile| mapped::load(h).map(Arc::new).map_err(|e| e.to_string());
     let out = tools::run_tool_with(name, &sessions, &mut load, params)?;
     match f {
         Format::Text => print!("{}", out.text()),

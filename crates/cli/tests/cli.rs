@@ -150,3 +150,38 @@ fn bad_paths_and_files_get_clear_errors() {
         "{out}"
     );
 }
+
+#[test]
+fn a_file_truncated_while_it_is_read_is_an_error_naming_it() {
+    // `xlens tool` maps files; a file cut short by another process while it is decoded must give
+    // an error naming it and exit 1, not die of SIGBUS. The test hook truncates the file to a
+    // quarter right after it is mapped.
+    let d = tmp("truncated-live").join("plugins/profile/run");
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("vm.xplane.pb");
+    std::fs::copy(
+        fixtures().join("plugins/profile/jax_mlp_small/vm.xplane.pb"),
+        &f,
+    )
+    .unwrap();
+    let before = std::fs::metadata(&f).unwrap().len();
+    let out = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["tool", "overview_page", f.to_str().unwrap(), "--json"])
+        .env("XLENS_TEST_TRUNCATE_AFTER_MAP", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(f.to_str().unwrap()), "{err}");
+    assert!(err.contains("changed while xlens read it"), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), before / 4);
+    // Read again, the now truncated file is an ordinary decode error naming it (in the host's
+    // entry of the answer).
+    let (code, out, err) = xlens(&["tool", "overview_page", f.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let msg = v["hosts"][0]["error"].as_str().unwrap_or_default();
+    assert!(msg.contains(f.to_str().unwrap()), "{out}");
+    assert!(!msg.contains("changed while xlens read it"), "{msg}");
+}

@@ -1,0 +1,77 @@
+//! One-shot commands read profiles through a memory mapping rather than a copy (no copy, no fresh
+//! pages: a large file is ready in a fraction of the time). A mapped file that another process
+//! truncates while it is decoded raises SIGBUS; the handler here turns that into an error naming
+//! the file and a clean exit instead of a crash. The server, a long-running process serving
+//! several runs, copies files instead (`xlens_store::read`).
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Once;
+use xlens_analysis::load::{decode_bytes, LoadError};
+use xlens_model::Profile;
+use xlens_store::{FileBytes, HostFile};
+
+/// The path of the file being mapped, for the handler's message (a leaked, never-freed string:
+/// a one-shot process maps a few files).
+static CURRENT: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+
+#[cfg(unix)]
+extern "C" fn on_sigbus(_: libc::c_int) {
+    // Only async-signal-safe calls: write(2) and _exit(2).
+    let put = |b: &[u8]| {
+        // SAFETY: writes `b.len()` bytes from a valid slice to stderr.
+        unsafe {
+            libc::write(2, b.as_ptr().cast(), b.len());
+        }
+    };
+    put(b"error: ");
+    let p = CURRENT.load(Ordering::Acquire);
+    if p.is_null() {
+        put(b"a profile file");
+    } else {
+        // SAFETY: `CURRENT` only ever holds leaked, never-freed vectors.
+        put(unsafe { &*p });
+    }
+    put(b": the file changed while xlens read it (truncated by another process?); run again once the writer has finished\n");
+    // SAFETY: ends the process at once, as the signal's default action would, with status 1.
+    unsafe { libc::_exit(1) }
+}
+
+fn install_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        #[cfg(unix)]
+        // SAFETY: installs a handler that only calls async-signal-safe functions.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sigbus as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+/// Maps a host file, with the SIGBUS handler in place.
+pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
+    install_handler();
+    let path = Box::new(file.path.to_string_lossy().into_owned().into_bytes());
+    CURRENT.store(Box::into_raw(path), Ordering::Release);
+    // SAFETY: a truncation while mapped raises SIGBUS, which the handler above turns into an
+    // error message and exit.
+    let bytes = unsafe { xlens_store::map(file)? };
+    if std::env::var_os("XLENS_TEST_TRUNCATE_AFTER_MAP").is_some() {
+        // For the test of the handler: the file shrinks under the mapping.
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&file.path) {
+            let _ = f.set_len(bytes.bytes().len() as u64 / 4);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Loads a host file through a mapping.
+pub fn load(file: &HostFile) -> Result<Profile, LoadError> {
+    let bytes = map(file)?;
+    decode_bytes(&bytes).map_err(|source| LoadError::Decode {
+        path: file.path.clone(),
+        source,
+    })
+}
