@@ -2,6 +2,39 @@
 
 use std::sync::Mutex;
 
+/// Splits jobs of the given costs into two sets of about equal total cost (`true`: the first set).
+/// The most costly jobs (up to 12) are placed by trying every split of them, the rest one by one
+/// on the lighter side, most costly first.
+pub fn two_way_split(costs: &[usize]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(costs[i]));
+    let exact = order.len().min(12);
+    let mut best = (usize::MAX, 0u32);
+    for mask in 0..(1u32 << exact) {
+        let mut sums = [0usize; 2];
+        for (bit, &i) in order[..exact].iter().enumerate() {
+            sums[((mask >> bit) & 1) as usize] += costs[i];
+        }
+        let worst = sums[0].max(sums[1]);
+        if worst < best.0 {
+            best = (worst, mask);
+        }
+    }
+    let mut side = vec![false; costs.len()];
+    let mut sums = [0usize; 2];
+    for (bit, &i) in order[..exact].iter().enumerate() {
+        let a = (best.1 >> bit) & 1 == 1;
+        side[i] = a;
+        sums[usize::from(!a)] += costs[i];
+    }
+    for &i in &order[exact..] {
+        let a = sums[0] <= sums[1];
+        side[i] = a;
+        sums[usize::from(!a)] += costs[i];
+    }
+    side
+}
+
 /// Runs `a` on another thread and `b` on this one, and returns both results. On a single-core
 /// machine, or when no thread can be started, both run here, one after the other. A panic in `a`
 /// is passed on to the caller, as if `a` had run here.
@@ -44,7 +77,25 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::join;
+    use super::{join, two_way_split};
+
+    fn heavier(costs: &[usize]) -> usize {
+        let side = two_way_split(costs);
+        let a: usize = costs.iter().zip(&side).filter(|x| *x.1).map(|x| x.0).sum();
+        a.max(costs.iter().sum::<usize>() - a)
+    }
+
+    #[test]
+    fn the_split_is_the_best_one_for_few_jobs() {
+        // The lines of the 49 MB JAX profile, in ms: placing the most costly first on the
+        // lighter side gives 38 against 28; the best split is the two largest against the rest.
+        assert_eq!(heavier(&[17, 17, 10, 11, 11]), 34);
+        assert_eq!(heavier(&[5]), 5);
+        assert_eq!(heavier(&[]), 0);
+        // Beyond 12 jobs the rest go one by one to the lighter side.
+        let many: Vec<usize> = (1..=40).collect();
+        assert!(heavier(&many) <= 820 / 2 + 40);
+    }
 
     #[test]
     fn both_results_come_back() {
