@@ -84,7 +84,10 @@ pub fn op_lines(p: &Profile) -> (Option<OpSource>, Vec<(&Plane, &Line)>) {
         let lines: Vec<(&Plane, &Line)> = host
             .iter()
             .flat_map(|pl| pl.lines.iter().map(move |l| (*pl, l)))
-            .filter(|(_, l)| (0..l.events.len()).any(|i| l.events.stats(i).get(hlo_op).is_some()))
+            .filter(|(_, l)| {
+                l.events.may_have_stat(hlo_op)
+                    && (0..l.events.len()).any(|i| l.events.stats(i).get(hlo_op).is_some())
+            })
             .collect();
         if !lines.is_empty() {
             return (Some(OpSource::HostXlaOps), lines);

@@ -110,6 +110,7 @@ fn annotated_steps(p: &Profile) -> Option<Steps> {
         .iter()
         .filter(|pl| p.str(pl.name).starts_with("/host:"))
         .flat_map(|pl| pl.lines.iter().map(move |l| (pl, l)))
+        .filter(|(_, l)| l.events.may_have_stat(key))
         .collect();
     // Large profiles: the lines in two parts of about equal event counts, scanned on two threads
     // and merged in line order.

@@ -20,6 +20,9 @@ pub struct Events {
     stats: Vec<u8>,
     /// Events that stand for several occurrences (XPlane `num_occurrences`): (event index, count).
     occurrences: Vec<(u32, i64)>,
+    /// The distinct keys of the events' stats, sorted, when the importer knows them (`None`:
+    /// unknown, any key may occur).
+    stat_keys: Option<Vec<StrId>>,
 }
 
 impl Events {
@@ -84,6 +87,15 @@ impl Events {
     /// Events that aggregate several occurrences, as (event index, occurrences).
     pub fn occurrences(&self) -> &[(u32, i64)] {
         &self.occurrences
+    }
+
+    /// Whether some event of the line may have a stat with this key: `false` only when the line
+    /// certainly has none, so a reader looking for the key can skip the line.
+    pub fn may_have_stat(&self, key: StrId) -> bool {
+        match &self.stat_keys {
+            Some(keys) => keys.binary_search(&key).is_ok(),
+            None => true,
+        }
     }
 
     /// Bytes the events' stats take in the model's encoding (a measure of the work of reading
@@ -156,9 +168,19 @@ impl Events {
 }
 
 /// Builds an [`Events`] column set from events in any order.
-#[derive(Default)]
 pub struct EventsBuilder {
     ev: Events,
+    /// Stats were written through [`EventsBuilder::stats_buf`] or
+    /// [`EventsBuilder::stats_encoded`], whose keys the builder does not see.
+    raw_stats: bool,
+    /// The keys of those stats, as the importer declared them.
+    declared_keys: Option<Vec<StrId>>,
+}
+
+impl Default for EventsBuilder {
+    fn default() -> Self {
+        Self::with_capacity(0, 0)
+    }
 }
 
 impl EventsBuilder {
@@ -171,9 +193,14 @@ impl EventsBuilder {
             stat_off: Vec::with_capacity(events + 1),
             stats: Vec::with_capacity(stat_bytes),
             occurrences: Vec::new(),
+            stat_keys: Some(Vec::new()),
         };
         ev.stat_off.push(0);
-        EventsBuilder { ev }
+        EventsBuilder {
+            ev,
+            raw_stats: false,
+            declared_keys: None,
+        }
     }
 
     /// Starts a new event; stats pushed afterwards belong to it.
@@ -192,7 +219,18 @@ impl EventsBuilder {
     /// [`crate::encode_stat`]; [`EventsBuilder::set_last`] then closes the event.
     #[inline]
     pub fn stats_buf(&mut self) -> &mut Vec<u8> {
+        self.raw_stats = true;
         &mut self.ev.stats
+    }
+
+    /// Declares the distinct keys of the stats written through [`EventsBuilder::stats_buf`] or
+    /// [`EventsBuilder::stats_encoded`] (which the builder does not see), so that readers can
+    /// skip lines without a key ([`Events::may_have_stat`]). Without it those lines count as
+    /// possibly having any key. The list must be complete.
+    pub fn declare_stat_keys(&mut self, mut keys: Vec<StrId>) {
+        keys.sort_unstable();
+        keys.dedup();
+        self.declared_keys = Some(keys);
     }
 
     /// Sets the time and metadata of the last pushed event (for importers that learn them late)
@@ -230,6 +268,11 @@ impl EventsBuilder {
         if let Some(last) = self.ev.stat_off.last_mut() {
             *last = self.ev.stats.len() as u32;
         }
+        if let Some(keys) = &mut self.ev.stat_keys {
+            if let Err(at) = keys.binary_search(&key) {
+                keys.insert(at, key);
+            }
+        }
     }
 
     /// Adds stats already in the model's encoding (see [`crate::encode_stat`]) to the last event.
@@ -238,6 +281,7 @@ impl EventsBuilder {
         if self.ev.start.is_empty() {
             return;
         }
+        self.raw_stats = true;
         self.ev.stats.extend_from_slice(encoded);
         if let Some(last) = self.ev.stat_off.last_mut() {
             *last = self.ev.stats.len() as u32;
@@ -255,6 +299,18 @@ impl EventsBuilder {
 
     /// Sorts the events, computes nesting depth and returns the finished columns.
     pub fn finish(mut self) -> Events {
+        if self.raw_stats {
+            // Keys written raw are known only if declared; with `stat` keys too, the union.
+            self.ev.stat_keys = match (self.declared_keys.take(), self.ev.stat_keys.take()) {
+                (Some(mut d), Some(k)) => {
+                    d.extend(k);
+                    d.sort_unstable();
+                    d.dedup();
+                    Some(d)
+                }
+                _ => None,
+            };
+        }
         let ev = &mut self.ev;
         if ev.stat_off.is_empty() {
             ev.stat_off.push(0);
@@ -328,6 +384,31 @@ impl EventsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_keys_let_readers_skip_lines_only_when_known() {
+        let mut b = EventsBuilder::default();
+        b.push(0, 10, 0);
+        b.stat(StrId(7), StatValue::I64(1));
+        b.stat(StrId(3), StatValue::I64(2));
+        let ev = b.finish();
+        assert!(ev.may_have_stat(StrId(7)) && ev.may_have_stat(StrId(3)));
+        assert!(!ev.may_have_stat(StrId(5)));
+        // Stats written raw: unknown keys unless declared.
+        let mut b = EventsBuilder::default();
+        b.push(0, 10, 0);
+        encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
+        b.set_last(0, 10, 0);
+        assert!(b.finish().may_have_stat(StrId(5)));
+        let mut b = EventsBuilder::default();
+        b.push(0, 10, 0);
+        encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
+        b.set_last(0, 10, 0);
+        b.declare_stat_keys(vec![StrId(9)]);
+        let ev = b.finish();
+        assert!(ev.may_have_stat(StrId(9)) && !ev.may_have_stat(StrId(5)));
+        assert_eq!(ev.stats(0).get(StrId(9)), Some(StatValue::U64(1)));
+    }
 
     fn build(evs: &[(i64, i64)]) -> Events {
         let mut b = EventsBuilder::with_capacity(evs.len(), 0);

@@ -540,7 +540,7 @@ impl Decoder<'_> {
             ctx,
         };
         // This side never refuses; an empty stat would stand in if it did.
-        Ok(stat(&mut side, r)?.unwrap_or((StrId::EMPTY, StatValue::None)))
+        Ok(stat(&mut side, r, &mut KeyMask::default())?.unwrap_or((StrId::EMPTY, StatValue::None)))
     }
 
     fn placeholder_metadata(&mut self, id: i64, plane: &mut Plane, ctx: &mut PlaneCtx) -> u32 {
@@ -570,7 +570,11 @@ fn stat_name<S: Side>(side: &mut S, id: i64) -> Option<StrId> {
 /// The common shape of an event stat, `metadata_id` (one byte) then one varint value, read
 /// without the general field loop. `None` means "use the general path".
 #[inline(always)]
-fn stat_fast<S: Side>(side: &mut S, b: &[u8]) -> Option<Option<(StrId, StatValue)>> {
+fn stat_fast<S: Side>(
+    side: &mut S,
+    b: &[u8],
+    keys: &mut KeyMask,
+) -> Option<Option<(StrId, StatValue)>> {
     let [0x08, key, tag, rest @ ..] = b else {
         return None;
     };
@@ -594,6 +598,7 @@ fn stat_fast<S: Side>(side: &mut S, b: &[u8]) -> Option<Option<(StrId, StatValue
                 },
                 _ => return None,
             };
+            keys.add(*key as i64);
             return Some(stat_name(side, *key as i64).map(|k| (k, value)));
         }
     }
@@ -602,7 +607,11 @@ fn stat_fast<S: Side>(side: &mut S, b: &[u8]) -> Option<Option<(StrId, StatValue
 
 /// A stat, or `None` when it needs a change the side cannot make.
 #[inline(always)]
-fn stat<S: Side>(side: &mut S, mut r: Reader<'_>) -> Res<Option<(StrId, StatValue)>> {
+fn stat<S: Side>(
+    side: &mut S,
+    mut r: Reader<'_>,
+    keys: &mut KeyMask,
+) -> Res<Option<(StrId, StatValue)>> {
     let mut key = 0i64;
     let mut value = StatValue::None;
     while let Some((num, wire)) = r.field()? {
@@ -638,16 +647,40 @@ fn stat<S: Side>(side: &mut S, mut r: Reader<'_>) -> Res<Option<(StrId, StatValu
             _ => r.skip(wire)?,
         }
     }
+    keys.add(key);
     Ok(stat_name(side, key).map(|k| (k, value)))
+}
+
+/// The plane-local stat metadata ids seen in a line: ids below 128 as bits, any other noted.
+#[derive(Default)]
+struct KeyMask {
+    bits: u128,
+    other: bool,
+}
+
+impl KeyMask {
+    #[inline(always)]
+    fn add(&mut self, id: i64) {
+        if (0..128).contains(&id) {
+            self.bits |= 1 << id;
+        } else {
+            self.other = true;
+        }
+    }
 }
 
 /// Decodes an event's stat into the last event of `b`; `Ok(false)` when it needs a change
 /// `side` cannot make.
 #[inline(always)]
-fn event_stat<S: Side>(side: &mut S, b: &mut EventsBuilder, st: Reader<'_>) -> Res<bool> {
-    let kv = match stat_fast(side, st.rest()) {
+fn event_stat<S: Side>(
+    side: &mut S,
+    b: &mut EventsBuilder,
+    st: Reader<'_>,
+    keys: &mut KeyMask,
+) -> Res<bool> {
+    let kv = match stat_fast(side, st.rest(), keys) {
         Some(kv) => kv,
-        None => stat(side, st)?,
+        None => stat(side, st, keys)?,
     };
     let Some((k, v)) = kv else {
         return Ok(false);
@@ -665,6 +698,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
     // and is released when the builder finishes).
     let line_len = r.rest().len();
     let mut b = EventsBuilder::with_capacity(line_len / 16 + 1, line_len / 2);
+    let mut keys = KeyMask::default();
     let mut r = r;
     while let Some(tag) = r.peek() {
         // Events (field 4) have the one-byte header 0x22; other fields take the general path.
@@ -717,7 +751,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         }
         while e.peek() == Some(0x22) {
             e.bump();
-            if !event_stat(side, &mut b, e.message("XStat")?)? {
+            if !event_stat(side, &mut b, e.message("XStat")?, &mut keys)? {
                 return Ok(None);
             }
         }
@@ -727,7 +761,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
                 (2, Wire::Varint) => offset = e.varint()? as i64,
                 (3, Wire::Varint) => dur = e.varint()? as i64,
                 (4, Wire::Len) => {
-                    if !event_stat(side, &mut b, e.message("XStat")?)? {
+                    if !event_stat(side, &mut b, e.message("XStat")?, &mut keys)? {
                         return Ok(None);
                     }
                 }
@@ -748,6 +782,15 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }
+    }
+    // The line's stat keys, so that readers can skip lines without the key they look for.
+    // Ids the plane does not define (kept under placeholder names) leave the keys undeclared.
+    let names: Option<Vec<StrId>> = (0..128)
+        .filter(|id| (keys.bits >> id) & 1 == 1)
+        .map(|id| side.ctx().stat_names.get(id).map(StrId))
+        .collect();
+    if let (false, Some(names)) = (keys.other, names) {
+        b.declare_stat_keys(names);
     }
     line.events = b.finish();
     Ok(Some(LineOut {

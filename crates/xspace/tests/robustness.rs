@@ -1639,3 +1639,48 @@ fn consumed_ranges_lie_in_the_file_and_never_overlap() {
         }
     }
 }
+
+#[test]
+fn decoded_lines_know_their_stat_keys() {
+    // Readers skip lines by `may_have_stat`: on real profiles it must be exact (true for every
+    // key some event of the line has, false for every other key of the profile).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+    for (file, gz) in [
+        ("plugins/profile/jax_mlp_small/vm.xplane.pb", false),
+        ("plugins/profile/tf_keras_cnn_small/vm.xplane.pb.gz", true),
+    ] {
+        let raw = std::fs::read(root.join(file)).unwrap();
+        let bytes = if gz {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut out)
+                .unwrap();
+            out
+        } else {
+            raw
+        };
+        let p = xlens_xspace::decode(&bytes).unwrap();
+        let mut all = std::collections::BTreeSet::new();
+        for plane in &p.planes {
+            for line in &plane.lines {
+                for i in 0..line.events.len() {
+                    all.extend(line.events.stats(i).iter().map(|s| s.key));
+                }
+            }
+        }
+        assert!(all.len() > 3, "{file}");
+        let mut skippable = 0;
+        for plane in &p.planes {
+            for line in &plane.lines {
+                let ev = &line.events;
+                let has: std::collections::BTreeSet<_> = (0..ev.len())
+                    .flat_map(|i| ev.stats(i).iter().map(|s| s.key))
+                    .collect();
+                for k in &all {
+                    assert_eq!(ev.may_have_stat(*k), has.contains(k), "{file}");
+                    skippable += usize::from(!has.contains(k));
+                }
+            }
+        }
+        assert!(skippable > 0, "{file}");
+    }
+}
