@@ -563,9 +563,9 @@ fn classify_gpu(name: &str, shape: Option<&str>) -> EventType {
     }
 }
 
-/// Builds the flat event index over all non-TPU planes: non-flow stats of the events that have
-/// any, flow producers/consumers, and per-line nesting.
-fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
+/// Flattens every non-TPU line (on two threads for large profiles): non-flow stats of the events
+/// that have any, flow producers/consumers and per-line nesting, to be merged into the flat index.
+fn flatten<'a>(p: &'a Profile, k: &Keys) -> Unmerged<'a> {
     let mut lines = Vec::new();
     let mut n: u32 = 0;
     for (pi, plane) in p.planes.iter().enumerate() {
@@ -605,8 +605,9 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
             })
         })
         .collect();
-    let mut nest_parent = vec![NONE; n as usize];
-    let mut last_desc: Vec<u32> = (0..n).collect();
+    // Zeroed (pages the kernel hands out lazily); each line's job fills its own part.
+    let mut nest_parent = vec![0u32; n as usize];
+    let mut last_desc = vec![0u32; n as usize];
     // One job per line, with its parts of the per-event columns; large profiles in two halves of
     // about equal event counts, one of them on another thread.
     let mut jobs: Vec<(usize, &mut [u32], &mut [u32])> = Vec::with_capacity(lines.len());
@@ -660,17 +661,41 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Flat<'a> {
         run(jobs)
     };
     parts.sort_unstable_by_key(|x| x.0);
-    let parts: Vec<LinePart> = parts.into_iter().map(|x| x.1).collect();
-    Flat {
+    Unmerged {
         p,
         lines,
         n: n as usize,
-        ctxs: parts.iter().flat_map(|x| x.ctxs.iter().copied()).collect(),
-        flows: merge_flows(&parts),
+        parts: parts.into_iter().map(|x| x.1).collect(),
         nest_parent,
         last_desc,
-        group: vec![NONE; n as usize],
-        group_ids: Vec::new(),
+    }
+}
+
+/// What [`flatten`] leaves for a single thread: the lines' contexts and flow ends, merged by
+/// [`Unmerged::merge`] (a caller can run other work alongside that).
+struct Unmerged<'a> {
+    p: &'a Profile,
+    lines: Vec<(usize, usize, u32)>,
+    n: usize,
+    parts: Vec<LinePart>,
+    nest_parent: Vec<u32>,
+    last_desc: Vec<u32>,
+}
+
+impl<'a> Unmerged<'a> {
+    fn merge(self) -> Flat<'a> {
+        let parts = self.parts;
+        Flat {
+            p: self.p,
+            lines: self.lines,
+            n: self.n,
+            ctxs: parts.iter().flat_map(|x| x.ctxs.iter().copied()).collect(),
+            flows: merge_flows(&parts),
+            nest_parent: self.nest_parent,
+            last_desc: self.last_desc,
+            group: vec![NONE; self.n],
+            group_ids: Vec::new(),
+        }
     }
 }
 
@@ -766,6 +791,10 @@ fn flatten_line(
     let md: &[(bool, Ctx, Flow)] = info.map_or(&[], |x| &x.md);
     let plane_pid = info.map_or(0, |x| x.pid);
     let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
+    nest_parent.fill(NONE);
+    for (i, d) in last_desc.iter_mut().enumerate() {
+        *d = base + i as u32;
+    }
     let mut stack: Vec<u32> = Vec::new();
     for i in 0..ev.len() {
         let g = base + i as u32;
@@ -1520,7 +1549,7 @@ pub struct StepDbPrep<'a> {
     p: &'a Profile,
     hardware: Hardware,
     keys: Keys,
-    flat: Option<Flat<'a>>,
+    flat: Option<Unmerged<'a>>,
 }
 
 /// See [`StepDbPrep`].
@@ -1549,7 +1578,7 @@ impl StepDbPrep<'_> {
     pub fn finish(self) -> StepDb {
         let notes = Vec::new();
         match self.flat {
-            Some(flat) => steps_of(self.hardware, &self.keys, flat, notes),
+            Some(flat) => steps_of(self.hardware, &self.keys, flat.merge(), notes),
             None => tpu_steps(self.p, notes),
         }
     }
