@@ -330,25 +330,33 @@ impl FileBytes {
     }
 
     /// Gives back to the OS the memory of the whole pages inside `start..end`, which the caller
-    /// will not read again (they read as zeros afterwards). A no-op where that is not possible.
+    /// will not read again (afterwards a copy reads as zeros, a mapped file as its contents, faulted
+    /// in again). A no-op where that is not possible.
     /// Pages shared with bytes outside the range are kept, so disjoint ranges may be released
     /// from different threads while the rest is being read.
     pub fn release_range(&self, start: usize, end: usize) {
-        if let Inner::Anon(m) = &self.inner {
-            let page = 4096;
-            let from = start.div_ceil(page) * page;
-            let to = end.min(m.len()) / page * page;
-            if to > from {
-                // SAFETY: the mapping is private and anonymous; DONTNEED only makes the released
-                // pages read as zeros, and callers promise not to read them again.
-                unsafe {
-                    let _ = m.unchecked_advise_range(
-                        memmap2::UncheckedAdvice::DontNeed,
-                        from,
-                        to - from,
-                    );
-                }
-            }
+        let len = self.bytes().len();
+        let page = 4096;
+        let from = start.div_ceil(page) * page;
+        let to = end.min(len) / page * page;
+        if to <= from {
+            return;
+        }
+        match &self.inner {
+            // SAFETY: the mapping is private and anonymous; DONTNEED only makes the released
+            // pages read as zeros, and callers promise not to read them again.
+            Inner::Anon(m) => unsafe {
+                let _ =
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from);
+            },
+            // SAFETY: a read-only file mapping: DONTNEED only unmaps the pages from this process
+            // (the page cache keeps them; a later read would fault them back in), and callers
+            // promise not to read them again.
+            Inner::Mapped(m) => unsafe {
+                let _ =
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from);
+            },
+            Inner::Heap(_) => {}
         }
     }
 }
