@@ -135,7 +135,16 @@ impl Profile {
 
     /// Moves the origin so that the earliest event starts at 0.
     pub fn normalize_origin(&mut self) {
-        let Some((min, _)) = self.span() else { return };
+        // Lines are sorted by start: the earliest event is the first of some line.
+        let Some(min) = self
+            .planes
+            .iter()
+            .flat_map(|p| p.lines.iter())
+            .filter_map(|l| l.events.starts().first().copied())
+            .min()
+        else {
+            return;
+        };
         if min == 0 {
             return;
         }
