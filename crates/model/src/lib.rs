@@ -10,6 +10,7 @@
 //! * Times are `i64` picoseconds relative to [`Profile::origin_ps`]; the earliest event starts at 0.
 //! * Stats are resolved: keys are interned names, reference values are interned strings.
 
+pub mod balance;
 mod events;
 mod stats;
 mod strings;
