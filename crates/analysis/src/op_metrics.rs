@@ -238,12 +238,23 @@ fn partial_metrics(
     type RawKey = (StrId, StrId, StrId, StrId, StrId);
     let mut index: FxMap<Key, u32> = FxMap::default();
     let mut raw_index: FxMap<RawKey, u32> = FxMap::default();
+    // In front of `raw_index`: the last key seen per HLO op name (or event name), by interned id.
+    let mut by_name: Vec<(RawKey, u32)> = Vec::new();
     let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
     let mut md_vals: (*const Plane, Vec<(bool, Vals)>) = (std::ptr::null(), Vec::new());
+    // Self times of the line at hand (one buffer for all lines).
+    let mut self_buf: Vec<i64> = Vec::new();
     for &(plane, line) in lines {
         let ev = &line.events;
-        let self_times = device_self_times(p, line).unwrap_or_else(|| ev.self_times());
+        let device_st = device_self_times(p, line);
+        let self_times: &[i64] = match &device_st {
+            Some(v) => v,
+            None => {
+                ev.self_times_into(&mut self_buf);
+                &self_buf
+            }
+        };
         let dev_name = if source == Some(OpSource::HostXlaOps) {
             format!("{} / {}", p.str(plane.name), p.str(line.name))
         } else {
@@ -310,8 +321,16 @@ fn partial_metrics(
             let slot = match last_raw {
                 Some((lk, at)) if lk == raw => at,
                 _ => {
-                    let at = match raw_index.get(&raw) {
-                        Some(&at) => at,
+                    let name_id = if raw.4 == StrId::default() {
+                        raw.0
+                    } else {
+                        raw.4
+                    };
+                    let near = by_name
+                        .get(name_id.0 as usize)
+                        .filter(|x| x.1 != u32::MAX && x.0 == raw);
+                    let at = match near.map(|x| x.1).or_else(|| raw_index.get(&raw).copied()) {
+                        Some(at) => at,
                         None => {
                             let module = str_of(p, vals[F_MODULE]).unwrap_or_default();
                             let prov_key = provenance(
@@ -335,6 +354,13 @@ fn partial_metrics(
                         }
                     };
                     last_raw = Some((raw, at));
+                    let i = name_id.0 as usize;
+                    if i < p.strings.len() {
+                        if by_name.len() <= i {
+                            by_name.resize(p.strings.len(), (Default::default(), u32::MAX));
+                        }
+                        by_name[i] = (raw, at);
+                    }
                     at
                 }
             };

@@ -129,8 +129,18 @@ impl Events {
 
     /// Self time of every event: its duration minus the time covered by its direct children.
     pub fn self_times(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        self.self_times_into(&mut out);
+        out
+    }
+
+    /// [`Events::self_times`] into `out` (its old contents replaced), for a caller that reuses
+    /// one buffer line after line.
+    pub fn self_times_into(&self, out: &mut Vec<i64>) {
         let n = self.len();
-        let mut self_time = self.dur.clone();
+        out.clear();
+        out.extend_from_slice(&self.dur);
+        let self_time = out;
         // Stack of open ancestors (indices); a child is an event nested directly under the top.
         let mut stack: Vec<usize> = Vec::new();
         for i in 0..n {
@@ -151,12 +161,11 @@ impl Events {
             }
             stack.push(i);
         }
-        for v in &mut self_time {
+        for v in self_time.iter_mut() {
             if *v < 0 {
                 *v = 0;
             }
         }
-        self_time
     }
 
     /// Shifts every start by `delta` picoseconds.
