@@ -11,7 +11,7 @@
 //! be a huge page; growing it moves its pages (`mremap`), never copies them (measured on that
 //! profile: about 6,000 faults instead of 19,000). Where the kernel offers no huge pages this
 //! is an ordinary mapping. Memory use grows by at most the untouched tail of a block's last huge
-//! page (peak RSS of that overview: +3 MB).
+//! page (peak RSS of that overview: 107 -> 123 MB; of `op_profile`: 76 -> 79 MB).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
