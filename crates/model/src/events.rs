@@ -8,13 +8,14 @@ use crate::StatValue;
 ///
 /// Invariant after [`EventsBuilder::finish`]: events are sorted by start time ascending and, for
 /// equal starts, by duration descending, so that an enclosing event precedes what it encloses.
-/// `depth[i]` is the number of earlier events of the line that still cover `start[i]`.
+/// `depths()[i]` is the number of earlier events of the line that still cover `start[i]`
+/// (computed on first use: only the trace viewer asks).
 #[derive(Default, Debug, Clone)]
 pub struct Events {
     start: Vec<i64>,
     dur: Vec<i64>,
     meta: Vec<u32>,
-    depth: Vec<u16>,
+    depth: std::sync::OnceLock<Vec<u16>>,
     /// `stat_off[i]..stat_off[i+1]` is event `i`'s range in `stats`; has `len() + 1` entries.
     stat_off: Vec<u32>,
     stats: Vec<u8>,
@@ -49,7 +50,7 @@ impl Events {
     }
 
     pub fn depths(&self) -> &[u16] {
-        &self.depth
+        self.depth.get_or_init(|| self.compute_depths())
     }
 
     #[inline]
@@ -74,7 +75,27 @@ impl Events {
 
     #[inline]
     pub fn depth(&self, i: usize) -> u16 {
-        self.depth[i]
+        self.depths()[i]
+    }
+
+    /// Nesting depth: how many earlier events still cover each event's start.
+    fn compute_depths(&self) -> Vec<u16> {
+        let n = self.len();
+        let mut depth = Vec::with_capacity(n);
+        let mut open_ends: Vec<i64> = Vec::new();
+        for i in 0..n {
+            let s = self.start[i];
+            while let Some(&e) = open_ends.last() {
+                if e <= s {
+                    open_ends.pop();
+                } else {
+                    break;
+                }
+            }
+            depth.push(open_ends.len().min(u16::MAX as usize) as u16);
+            open_ends.push(self.end(i));
+        }
+        depth
     }
 
     #[inline]
@@ -109,7 +130,7 @@ impl Events {
         self.start.capacity() * 8
             + self.dur.capacity() * 8
             + self.meta.capacity() * 4
-            + self.depth.capacity() * 2
+            + self.depth.get().map_or(0, |d| d.capacity() * 2)
             + self.stat_off.capacity() * 4
             + self.stats.capacity()
             + self.occurrences.capacity() * 16
@@ -198,7 +219,7 @@ impl EventsBuilder {
             start: Vec::with_capacity(events),
             dur: Vec::with_capacity(events),
             meta: Vec::with_capacity(events),
-            depth: Vec::new(),
+            depth: std::sync::OnceLock::new(),
             stat_off: Vec::with_capacity(events + 1),
             stats: Vec::with_capacity(stat_bytes),
             occurrences: Vec::new(),
@@ -306,7 +327,7 @@ impl EventsBuilder {
         self.ev.start.is_empty()
     }
 
-    /// Sorts the events, computes nesting depth and returns the finished columns.
+    /// Sorts the events and returns the finished columns.
     pub fn finish(mut self) -> Events {
         if self.raw_stats {
             // Keys written raw are known only if declared; with `stat` keys too, the union.
@@ -364,22 +385,6 @@ impl EventsBuilder {
                 ev.occurrences.sort_unstable();
             }
         }
-        // Nesting depth: how many earlier events still cover this event's start.
-        let mut depth = Vec::with_capacity(n);
-        let mut open_ends: Vec<i64> = Vec::new();
-        for i in 0..n {
-            let s = ev.start[i];
-            while let Some(&e) = open_ends.last() {
-                if e <= s {
-                    open_ends.pop();
-                } else {
-                    break;
-                }
-            }
-            depth.push(open_ends.len().min(u16::MAX as usize) as u16);
-            open_ends.push(ev.end(i));
-        }
-        ev.depth = depth;
         // Importers reserve generously from the input's size; give back what was not used.
         ev.start.shrink_to_fit();
         ev.dur.shrink_to_fit();
