@@ -245,8 +245,8 @@ impl EventsBuilder {
         self.ev.stat_off.push(self.ev.stats.len() as u32);
     }
 
-    /// The stats buffer of the last pushed event, to encode stats into directly with
-    /// [`crate::encode_stat`]; [`EventsBuilder::set_last`] then closes the event.
+    /// The stats buffer, to encode the next event's stats into directly (with
+    /// [`crate::encode_stat`] and the like) before [`EventsBuilder::push_after_stats`] adds it.
     #[inline]
     pub fn stats_buf(&mut self) -> &mut Vec<u8> {
         self.raw_stats = true;
@@ -263,22 +263,18 @@ impl EventsBuilder {
         self.declared_keys = Some(keys);
     }
 
-    /// Sets the time and metadata of the last pushed event (for importers that learn them late)
-    /// and takes in stats written through [`EventsBuilder::stats_buf`].
+    /// Adds an event whose stats were written through [`EventsBuilder::stats_buf`] before it:
+    /// every byte written there since the previous event is its stats. (Importers that read
+    /// an event's stats before its time, in one pass, with nothing to patch afterwards.)
     #[inline]
-    pub fn set_last(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
-        if let Some(last) = self.ev.stat_off.last_mut() {
-            *last = self.ev.stats.len() as u32;
+    pub fn push_after_stats(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
+        if self.ev.stat_off.is_empty() {
+            self.ev.stat_off.push(0);
         }
-        if let (Some(s), Some(d), Some(m)) = (
-            self.ev.start.last_mut(),
-            self.ev.dur.last_mut(),
-            self.ev.meta.last_mut(),
-        ) {
-            *s = start_ps;
-            *d = dur_ps;
-            *m = meta;
-        }
+        self.ev.start.push(start_ps);
+        self.ev.dur.push(dur_ps);
+        self.ev.meta.push(meta);
+        self.ev.stat_off.push(self.ev.stats.len() as u32);
     }
 
     /// Marks the last pushed event as standing for `n` occurrences.
@@ -410,14 +406,12 @@ mod tests {
         assert!(!ev.may_have_stat(StrId(5)));
         // Stats written raw: unknown keys unless declared.
         let mut b = EventsBuilder::default();
-        b.push(0, 10, 0);
         encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
-        b.set_last(0, 10, 0);
+        b.push_after_stats(0, 10, 0);
         assert!(b.finish().may_have_stat(StrId(5)));
         let mut b = EventsBuilder::default();
-        b.push(0, 10, 0);
         encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
-        b.set_last(0, 10, 0);
+        b.push_after_stats(0, 10, 0);
         b.declare_stat_keys(vec![StrId(9)]);
         let ev = b.finish();
         assert!(ev.may_have_stat(StrId(9)) && !ev.may_have_stat(StrId(5)));

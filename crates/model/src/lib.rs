@@ -16,7 +16,10 @@ mod stats;
 mod strings;
 
 pub use events::{Events, EventsBuilder};
-pub use stats::{encode_stat, BlobId, Stat, StatIter, StatValue, Stats};
+pub use stats::{
+    encode_int_raw, encode_ref_pre, encode_stat, BlobId, PreKey, PreRef, Stat, StatIter, StatValue,
+    Stats,
+};
 pub use strings::{StrId, Strings};
 
 /// Metadata shared by all events of one kind in a plane (name, long name, static stats).

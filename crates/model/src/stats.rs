@@ -1,7 +1,9 @@
 //! Resolved statistics (key/value pairs) attached to events, event metadata and planes.
 //!
 //! Stats are stored in a compact byte encoding private to this crate: per stat, a varint header
-//! `(key << 3) | kind` followed by the value. Keys are the interned stat *names* (the producer's
+//! `(key << 3) | kind` followed by the value (integers as the varint of their 64-bit two's
+//! complement, as protobuf writes them, so that importers can copy them through:
+//! [`encode_int_raw`]). Keys are the interned stat *names* (the producer's
 //! numeric stat-metadata ids are resolved while importing), and reference values are resolved to
 //! the interned string they point at, so readers never see format-specific ids.
 
@@ -156,7 +158,7 @@ fn put_varint(out: &mut Vec<u8>, v: u64) {
 pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
     let (kind, payload): (u64, u64) = match value {
         StatValue::F64(v) => (K_F64, v.to_bits()),
-        StatValue::I64(v) => (K_I64, ((v << 1) ^ (v >> 63)) as u64),
+        StatValue::I64(v) => (K_I64, v as u64),
         StatValue::U64(v) => (K_U64, v),
         StatValue::Str(s) => (K_STR, s.0 as u64),
         StatValue::Ref(s) => (K_REF, s.0 as u64),
@@ -172,6 +174,69 @@ pub fn encode_stat(out: &mut Vec<u8>, key: StrId, value: StatValue) {
     }
 }
 
+/// A stat key with its headers encoded once, for importers that append many stats of few keys
+/// ([`encode_int_raw`], [`encode_ref_pre`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PreKey {
+    /// Header bits and length for unsigned, signed and reference values.
+    hdr: [(u64, u8); 3],
+}
+
+impl PreKey {
+    pub fn new(key: StrId) -> Self {
+        let h = |kind: u64| {
+            let (bits, n) = varint_bits(((key.0 as u64) << 3) | kind);
+            (bits, n as u8)
+        };
+        PreKey {
+            hdr: [h(K_U64), h(K_I64), h(K_REF)],
+        }
+    }
+}
+
+/// A reference target (an interned string) encoded once ([`encode_ref_pre`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PreRef {
+    bits: u64,
+    len: u8,
+}
+
+impl PreRef {
+    pub fn new(target: StrId) -> Self {
+        let (bits, n) = varint_bits(target.0 as u64);
+        PreRef { bits, len: n as u8 }
+    }
+}
+
+/// Appends `n` (at most 8) low bytes of `bits`.
+#[inline(always)]
+fn put_bits(out: &mut Vec<u8>, bits: u64, n: u8) {
+    let len = out.len();
+    out.extend_from_slice(&bits.to_le_bytes());
+    out.truncate(len + n as usize);
+}
+
+/// Appends an integer stat whose value the importer holds as protobuf varint bytes (of a
+/// `uint64`, or of an `int64`'s two's complement when `signed`), copied through as they are: the
+/// varint's `len` bytes (1 to 8) are the low bytes of `raw`, little-endian.
+#[inline(always)]
+pub fn encode_int_raw(out: &mut Vec<u8>, key: &PreKey, signed: bool, raw: u64, len: u8) {
+    debug_assert!((1..=8).contains(&len));
+    let (bits, n) = key.hdr[signed as usize];
+    out.reserve(16);
+    put_bits(out, bits, n);
+    put_bits(out, raw, len);
+}
+
+/// Appends a reference stat ([`StatValue::Ref`]) from prepared parts.
+#[inline(always)]
+pub fn encode_ref_pre(out: &mut Vec<u8>, key: &PreKey, target: &PreRef) {
+    let (bits, n) = key.hdr[2];
+    out.reserve(16);
+    put_bits(out, bits, n);
+    put_bits(out, target.bits, target.len);
+}
+
 /// The value of kind `kind` at `pos` (advanced past it).
 #[inline(always)]
 fn decode_value(buf: &[u8], pos: &mut usize, kind: u64) -> Option<StatValue> {
@@ -184,7 +249,7 @@ fn decode_value(buf: &[u8], pos: &mut usize, kind: u64) -> Option<StatValue> {
     }
     let p = get_varint(buf, pos)?;
     Some(match kind {
-        K_I64 => StatValue::I64(((p >> 1) as i64) ^ -((p & 1) as i64)),
+        K_I64 => StatValue::I64(p as i64),
         K_U64 => StatValue::U64(p),
         K_STR => StatValue::Str(StrId(p as u32)),
         K_REF => StatValue::Ref(StrId(p as u32)),
@@ -357,6 +422,47 @@ mod tests {
             Stats::new(&buf).get(StrId(2000)),
             Some(StatValue::I64(i64::MAX))
         );
+    }
+
+    #[test]
+    fn prepared_encoders_match_encode_stat() {
+        let keys = [
+            StrId(0),
+            StrId(5),
+            StrId(300),
+            StrId(70_000),
+            StrId(u32::MAX),
+        ];
+        let ints: [i64; 8] = [0, 1, 127, 128, 1 << 40, (1 << 56) - 1, -1, i64::MAX];
+        for &k in &keys {
+            let pk = PreKey::new(k);
+            for &v in &ints {
+                // The varint protobuf writes for the value (as little-endian bits); values of
+                // more than 8 bytes are not for this encoder.
+                if v as u64 >= 1 << 56 {
+                    continue;
+                }
+                let (raw, len) = varint_bits(v as u64);
+                for signed in [false, true] {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    encode_int_raw(&mut a, &pk, signed, raw, len as u8);
+                    let want = if signed {
+                        StatValue::I64(v)
+                    } else {
+                        StatValue::U64(v as u64)
+                    };
+                    encode_stat(&mut b, k, want);
+                    assert_eq!(a, b, "key {k:?} value {v} signed {signed}");
+                    assert_eq!(Stats::new(&a).get(k), Some(want));
+                }
+            }
+            for &t in &keys {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                encode_ref_pre(&mut a, &pk, &PreRef::new(t));
+                encode_stat(&mut b, k, StatValue::Ref(t));
+                assert_eq!(a, b);
+            }
+        }
     }
 
     #[test]

@@ -12,7 +12,8 @@ use hashbrown::HashMap;
 use std::fmt;
 use wire::{Reader, Res, Wire};
 use xlens_model::{
-    encode_stat, BlobId, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
+    encode_int_raw, encode_ref_pre, encode_stat, BlobId, EventMetadata, EventsBuilder, Line, Plane,
+    PreKey, PreRef, Profile, StatValue, StrId,
 };
 
 /// Why a byte string is not a readable XSpace.
@@ -282,6 +283,25 @@ impl IdMap {
 struct PlaneCtx {
     stat_names: IdMap,
     meta_index: IdMap,
+    /// Stat metadata ids below 128 (one-byte ids, as producers write them) prepared for
+    /// [`stat_fast`]: the key's encoded headers, and the id's name as an encoded reference.
+    fast: Vec<Option<(PreKey, PreRef)>>,
+}
+
+impl PlaneCtx {
+    fn new(stat_names: IdMap) -> Self {
+        let fast = (0..128)
+            .map(|id| {
+                let name = StrId(stat_names.get(id)?);
+                Some((PreKey::new(name), PreRef::new(name)))
+            })
+            .collect();
+        PlaneCtx {
+            stat_names,
+            meta_index: IdMap::Dense(Vec::new()),
+            fast,
+        }
+    }
 }
 
 struct Decoder<'c> {
@@ -429,10 +449,7 @@ impl Decoder<'_> {
                 names.push((id, name.0));
             }
         }
-        let mut ctx = PlaneCtx {
-            stat_names: IdMap::build(&names),
-            meta_index: IdMap::Dense(Vec::new()),
-        };
+        let mut ctx = PlaneCtx::new(IdMap::build(&names));
 
         // Event metadata, in file order.
         let mut index = Vec::with_capacity(event_md.len());
@@ -567,42 +584,45 @@ fn stat_name<S: Side>(side: &mut S, id: i64) -> Option<StrId> {
     }
 }
 
-/// The common shape of an event stat, `metadata_id` (one byte) then one varint value, read
-/// without the general field loop. `None` means "use the general path".
+/// The common shape of an event stat, `metadata_id` (one byte) then one integer or reference
+/// varint that ends the message, appended to `out` without the general field loop: integers are
+/// copied through as they are, keys and references come encoded from the plane's table. `false`
+/// means "use the general path" (nothing was written).
 #[inline(always)]
-fn stat_fast<S: Side>(
-    side: &mut S,
-    b: &[u8],
-    keys: &mut KeyMask,
-) -> Option<Option<(StrId, StatValue)>> {
+fn stat_fast(ctx: &PlaneCtx, b: &[u8], keys: &mut KeyMask, out: &mut Vec<u8>) -> bool {
     let [0x08, key, tag, rest @ ..] = b else {
-        return None;
+        return false;
     };
-    if *key >= 0x80 || rest.is_empty() || rest.len() > 10 {
-        return None;
+    // Ids of 128 and more take two bytes (and miss the table).
+    let Some(Some((pk, _))) = ctx.fast.get(*key as usize) else {
+        return false;
+    };
+    // The value's bytes as one little-endian word (values of 9 and 10 bytes, such as negative
+    // ints, take the general path); each but the last must have its continuation bit.
+    let n = rest.len();
+    if n == 0 || n > 8 {
+        return false;
     }
-    // The value must be one varint that ends exactly at the end of the message.
-    let mut v = 0u64;
-    for (i, &byte) in rest.iter().enumerate() {
-        v |= ((byte & 0x7f) as u64) << (7 * i);
-        if byte < 0x80 {
-            if i + 1 != rest.len() {
-                return None;
-            }
-            let value = match *tag {
-                0x18 => StatValue::U64(v),
-                0x20 => StatValue::I64(v as i64),
-                0x38 => match stat_name(side, v as i64) {
-                    Some(s) => StatValue::Ref(s),
-                    None => return Some(None),
-                },
-                _ => return None,
-            };
-            keys.add(*key as i64);
-            return Some(stat_name(side, *key as i64).map(|k| (k, value)));
-        }
+    let mut raw = 0u64;
+    for (i, &x) in rest.iter().enumerate() {
+        raw |= (x as u64) << (8 * i);
     }
-    None
+    let mask = u64::MAX >> (64 - 8 * n);
+    if raw & mask & 0x8080_8080_8080_8080 != 0x8080_8080_8080_8080 & (mask >> 8) {
+        return false;
+    }
+    match *tag {
+        0x18 => encode_int_raw(out, pk, false, raw, n as u8),
+        0x20 => encode_int_raw(out, pk, true, raw, n as u8),
+        // A reference to another one-byte stat metadata id.
+        0x38 => match (n, ctx.fast.get(rest[0] as usize)) {
+            (1, Some(Some((_, target)))) => encode_ref_pre(out, pk, target),
+            _ => return false,
+        },
+        _ => return false,
+    }
+    keys.add(*key as i64);
+    true
 }
 
 /// A stat, or `None` when it needs a change the side cannot make.
@@ -651,21 +671,34 @@ fn stat<S: Side>(
     Ok(stat_name(side, key).map(|k| (k, value)))
 }
 
-/// The plane-local stat metadata ids seen in a line: ids below 128 as bits, any other noted.
-#[derive(Default)]
+/// The plane-local stat metadata ids seen in a line: ids below 128 as one flag byte each (a
+/// plain store per stat: a 128-bit mask's variable shift cost several percent of decoding), any
+/// other noted.
 struct KeyMask {
-    bits: u128,
+    seen: [bool; 128],
     other: bool,
+}
+
+impl Default for KeyMask {
+    fn default() -> Self {
+        KeyMask {
+            seen: [false; 128],
+            other: false,
+        }
+    }
 }
 
 impl KeyMask {
     #[inline(always)]
     fn add(&mut self, id: i64) {
-        if (0..128).contains(&id) {
-            self.bits |= 1 << id;
-        } else {
-            self.other = true;
+        match self.seen.get_mut(id as u64 as usize) {
+            Some(s) => *s = true,
+            None => self.other = true,
         }
+    }
+
+    fn has(&self, id: i64) -> bool {
+        self.seen.get(id as u64 as usize).copied().unwrap_or(false)
     }
 }
 
@@ -678,11 +711,10 @@ fn event_stat<S: Side>(
     st: Reader<'_>,
     keys: &mut KeyMask,
 ) -> Res<bool> {
-    let kv = match stat_fast(side, st.rest(), keys) {
-        Some(kv) => kv,
-        None => stat(side, st, keys)?,
-    };
-    let Some((k, v)) = kv else {
+    if stat_fast(side.ctx(), st.rest(), keys, b.stats_buf()) {
+        return Ok(true);
+    }
+    let Some((k, v)) = stat(side, st, keys)? else {
         return Ok(false);
     };
     encode_stat(b.stats_buf(), k, v);
@@ -760,8 +792,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         let mut offset = 0i64;
         let mut dur = 0i64;
         let mut occurrences = None;
-        // The event is pushed first so its stats can be encoded straight into the columns.
-        b.push(0, 0, 0);
+        // The stats are encoded straight into the columns, and the event is added after them.
         // Producers write the fields in number order with one-byte headers: read them in that
         // order first (straight-line code, predictable branches); whatever is left, in any
         // order or form, takes the general loop.
@@ -806,7 +837,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
                 None => return Ok(None),
             },
         };
-        b.set_last(offset, dur, meta);
+        b.push_after_stats(offset, dur, meta);
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }
@@ -814,7 +845,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
     // The line's stat keys, so that readers can skip lines without the key they look for.
     // Ids the plane does not define (kept under placeholder names) leave the keys undeclared.
     let names: Option<Vec<StrId>> = (0..128)
-        .filter(|id| (keys.bits >> id) & 1 == 1)
+        .filter(|&id| keys.has(id))
         .map(|id| side.ctx().stat_names.get(id).map(StrId))
         .collect();
     if let (false, Some(names)) = (keys.other, names) {

@@ -1251,6 +1251,9 @@ fn stat_values_and_references_resolve_to_names() {
         Pb::new().int(1, 6).int(7, 7),
         Pb::new().int(1, 6).int(7, 12_345),
         stat_i64(99, 1),
+        // Integers of 1 to 8 bytes take the decoder's copy-through path.
+        Pb::new().int(1, 8).int(4, 1 << 34),
+        Pb::new().int(1, 9).varint(3, (1 << 56) - 1),
         Pb::new().int(1, 3),
     ];
     let mut e = event(1, 0, 10);
@@ -1258,7 +1261,16 @@ fn stat_values_and_references_resolve_to_names() {
         e = e.msg(4, s.clone());
     }
     let mut plane = Pb::new().str(2, "/device:TPU:0");
-    for (id, name) in [(1, "i"), (2, "u"), (3, "d"), (4, "s"), (5, "b"), (6, "r")] {
+    for (id, name) in [
+        (1, "i"),
+        (2, "u"),
+        (3, "d"),
+        (4, "s"),
+        (5, "b"),
+        (6, "r"),
+        (8, "i2"),
+        (9, "u2"),
+    ] {
         plane = plane.msg(5, stat_md(id, name));
     }
     plane = plane.msg(5, stat_md(7, "fusion.1"));
@@ -1298,6 +1310,16 @@ fn stat_values_and_references_resolve_to_names() {
             "{where_}"
         );
         assert_eq!(st.get(key(&p, "d")), Some(StatValue::F64(2.5)), "{where_}");
+        assert_eq!(
+            st.get(key(&p, "i2")),
+            Some(StatValue::I64(1 << 34)),
+            "{where_}"
+        );
+        assert_eq!(
+            st.get(key(&p, "u2")),
+            Some(StatValue::U64((1 << 56) - 1)),
+            "{where_}"
+        );
         match st.get(key(&p, "s")) {
             Some(StatValue::Str(s)) => assert_eq!(p.str(s), "hello"),
             v => panic!("{where_}: not a string: {v:?}"),
