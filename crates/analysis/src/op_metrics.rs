@@ -297,8 +297,13 @@ fn partial_metrics(
                 continue;
             };
             let (md_any, ref mdv) = md_vals.1[metas[i] as usize];
+            let stats = ev.stats(i);
+            // Host threads: most events are no XLA op and carry no stats at all.
+            if source == Some(OpSource::HostXlaOps) && !md_any && stats.is_empty() {
+                continue;
+            }
             let mut vals: Vals = if md_any { *mdv } else { [None; N_FIELDS] };
-            k.read(ev.stats(i), &mut vals);
+            k.read(stats, &mut vals);
             if source == Some(OpSource::HostXlaOps) && vals[F_HLO_OP].is_none() {
                 continue;
             }
@@ -675,8 +680,13 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
             .iter()
             .map(|m| parse_tf_op(p.str(m.name)))
             .collect();
+        let any_op = is_op.iter().any(|x| x.is_some());
         for line in &plane.lines {
             let ev = &line.events;
+            // Neither op names nor `tf_op` stats here (JAX and PyTorch host threads).
+            if !any_op && !tf_op_key.is_some_and(|k| ev.may_have_stat(k)) {
+                continue;
+            }
             // XProf's TF activities: a begin and an end for every event whose name is a TF op
             // and for every event with a non-empty `tf_op` stat (often instant events such as
             // memory allocations: zero-length, they only bound the line's span).

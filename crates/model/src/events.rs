@@ -102,7 +102,8 @@ impl Events {
     pub fn stats(&self, i: usize) -> Stats<'_> {
         let a = self.stat_off[i] as usize;
         let b = self.stat_off[i + 1] as usize;
-        Stats::new(&self.stats[a..b])
+        // The whole line's buffer, so that readers may load ahead across the event's end.
+        Stats::within(&self.stats, a, b)
     }
 
     /// Events that aggregate several occurrences, as (event index, occurrences).

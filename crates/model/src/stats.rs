@@ -84,39 +84,74 @@ pub struct Stat {
     pub value: StatValue,
 }
 
+/// The varint at `pos` and the position after it. Values of 3 to 8 bytes are read with one
+/// 8-byte load when `buf` has the bytes (the caller checks the end against its own bound:
+/// bytes past it may be read ahead, never used for a well-formed varint).
 #[inline(always)]
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    // One- and two-byte values (most headers and payloads) without the loop.
-    let b0 = *buf.get(*pos)?;
+fn varint_at(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let b0 = *buf.get(pos)?;
     if b0 < 0x80 {
-        *pos += 1;
-        return Some(b0 as u64);
+        return Some((b0 as u64, pos + 1));
     }
-    if let Some(&b1) = buf.get(*pos + 1) {
-        if b1 < 0x80 {
-            *pos += 2;
-            return Some((b0 & 0x7f) as u64 | (b1 as u64) << 7);
+    // Two bytes: most headers.
+    let b1 = *buf.get(pos + 1)?;
+    if b1 < 0x80 {
+        return Some(((b0 & 0x7f) as u64 | (b1 as u64) << 7, pos + 2));
+    }
+    if let Some(w) = buf.get(pos..pos + 8) {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(w).ok()?);
+        let stops = !x & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            // 8 × the length: the first byte without a continuation bit ends the varint.
+            let bits = stops.trailing_zeros() + 1;
+            let x = x & (u64::MAX >> (64 - bits)) & 0x7f7f_7f7f_7f7f_7f7f;
+            // Pack the 7-bit groups: pairs, then quads, then all eight.
+            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+            let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+            return Some((x, pos + (bits / 8) as usize));
         }
     }
-    get_varint_slow(buf, pos)
+    varint_slow(buf, pos)
 }
 
+/// [`varint_at`] byte by byte (the last bytes of a buffer, and values of 9 or 10 bytes).
 #[inline(never)]
-fn get_varint_slow(buf: &[u8], pos: &mut usize) -> Option<u64> {
+fn varint_slow(buf: &[u8], mut pos: usize) -> Option<(u64, usize)> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
+        let b = *buf.get(pos)?;
+        pos += 1;
         v |= ((b & 0x7f) as u64) << shift;
         if b < 0x80 {
-            return Some(v);
+            return Some((v, pos));
         }
         shift += 7;
         if shift > 63 {
             return None;
         }
     }
+}
+
+/// The position after the varint at `pos` (past the end of `buf` when it does not end there).
+#[inline(always)]
+fn skip_varint(buf: &[u8], pos: usize) -> usize {
+    if buf.get(pos).is_some_and(|&b| b < 0x80) {
+        return pos + 1;
+    }
+    if let Some(w) = buf.get(pos..pos + 8) {
+        let stops = !u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0xff; 8]))
+            & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            return pos + (stops.trailing_zeros() as usize + 1) / 8;
+        }
+    }
+    let mut pos = pos;
+    while buf.get(pos).is_some_and(|b| b & 0x80 != 0) {
+        pos += 1;
+    }
+    pos + 1
 }
 
 /// The varint encoding of `v` (below 2^56) as the low bytes of a little-endian integer, and its
@@ -237,25 +272,24 @@ pub fn encode_ref_pre(out: &mut Vec<u8>, key: &PreKey, target: &PreRef) {
     put_bits(out, target.bits, target.len);
 }
 
-/// The value of kind `kind` at `pos` (advanced past it).
+/// The value of kind `kind` at `pos`, and the position after it.
 #[inline(always)]
-fn decode_value(buf: &[u8], pos: &mut usize, kind: u64) -> Option<StatValue> {
+fn value_at(buf: &[u8], pos: usize, kind: u64) -> Option<(StatValue, usize)> {
     if kind == K_F64 {
-        let bytes = buf.get(*pos..*pos + 8)?;
-        *pos += 8;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(bytes);
-        return Some(StatValue::F64(f64::from_le_bytes(a)));
+        let bytes = buf.get(pos..pos + 8)?;
+        let v = f64::from_le_bytes(<[u8; 8]>::try_from(bytes).ok()?);
+        return Some((StatValue::F64(v), pos + 8));
     }
-    let p = get_varint(buf, pos)?;
-    Some(match kind {
+    let (p, next) = varint_at(buf, pos)?;
+    let v = match kind {
         K_I64 => StatValue::I64(p as i64),
         K_U64 => StatValue::U64(p),
         K_STR => StatValue::Str(StrId(p as u32)),
         K_REF => StatValue::Ref(StrId(p as u32)),
         K_BYTES => StatValue::Bytes(BlobId(p as u32)),
         _ => StatValue::None,
-    })
+    };
+    Some((v, next))
 }
 
 /// Iterator over encoded stats.
@@ -263,13 +297,7 @@ fn decode_value(buf: &[u8], pos: &mut usize, kind: u64) -> Option<StatValue> {
 pub struct StatIter<'a> {
     buf: &'a [u8],
     pos: usize,
-}
-
-impl<'a> StatIter<'a> {
-    #[inline]
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        StatIter { buf, pos: 0 }
-    }
+    end: usize,
 }
 
 impl Iterator for StatIter<'_> {
@@ -277,35 +305,60 @@ impl Iterator for StatIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Stat> {
-        if self.pos >= self.buf.len() {
+        if self.pos >= self.end {
             return None;
         }
-        let head = get_varint(self.buf, &mut self.pos)?;
-        let key = StrId((head >> 3) as u32);
-        let value = decode_value(self.buf, &mut self.pos, head & 7)?;
-        Some(Stat { key, value })
+        let (head, pos) = varint_at(self.buf, self.pos).filter(|x| x.1 <= self.end)?;
+        let (value, pos) = value_at(self.buf, pos, head & 7).filter(|x| x.1 <= self.end)?;
+        self.pos = pos;
+        Some(Stat {
+            key: StrId((head >> 3) as u32),
+            value,
+        })
     }
 }
 
 /// A borrowed list of stats (of one event, metadata or plane).
 #[derive(Clone, Copy)]
 pub struct Stats<'a> {
-    pub(crate) buf: &'a [u8],
+    /// The stats are `buf[start..end]`. `buf` may go on past `end` (the next events' stats of
+    /// a line), which readers may load ahead but never use.
+    buf: &'a [u8],
+    start: usize,
+    end: usize,
 }
 
 impl<'a> Stats<'a> {
     #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
-        Stats { buf }
+        Stats {
+            buf,
+            start: 0,
+            end: buf.len(),
+        }
+    }
+
+    /// The stats in `buf[start..end]` (none if that is not a range of `buf`).
+    #[inline]
+    pub(crate) fn within(buf: &'a [u8], start: usize, end: usize) -> Self {
+        if start <= end && end <= buf.len() {
+            Stats { buf, start, end }
+        } else {
+            Stats::new(&[])
+        }
     }
 
     #[inline]
     pub fn iter(&self) -> StatIter<'a> {
-        StatIter::new(self.buf)
+        StatIter {
+            buf: self.buf,
+            pos: self.start,
+            end: self.end,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.start >= self.end
     }
 
     /// Calls `f` with `pick`'s answer and the value of every stat for whose key `pick` answers
@@ -317,29 +370,27 @@ impl<'a> Stats<'a> {
         mut pick: impl FnMut(StrId) -> Option<T>,
         mut f: impl FnMut(T, StatValue),
     ) {
-        let buf = self.buf;
-        let mut pos = 0;
-        while pos < buf.len() {
-            let Some(head) = get_varint(buf, &mut pos) else {
+        let (buf, end) = (self.buf, self.end);
+        let mut pos = self.start;
+        while pos < end {
+            let Some((head, next)) = varint_at(buf, pos) else {
                 return;
             };
             let kind = head & 7;
-            let Some(t) = pick(StrId((head >> 3) as u32)) else {
-                if kind == K_F64 {
-                    pos += 8;
-                } else {
-                    // Skip one varint.
-                    while buf.get(pos).is_some_and(|b| b & 0x80 != 0) {
-                        pos += 1;
+            match pick(StrId((head >> 3) as u32)) {
+                None if kind == K_F64 => pos = next + 8,
+                None => pos = skip_varint(buf, next),
+                Some(t) => {
+                    let Some((value, after)) = value_at(buf, next, kind) else {
+                        return;
+                    };
+                    if after > end {
+                        return;
                     }
-                    pos += 1;
+                    pos = after;
+                    f(t, value);
                 }
-                continue;
-            };
-            let Some(value) = decode_value(buf, &mut pos, kind) else {
-                return;
-            };
-            f(t, value);
+            }
         }
     }
 
@@ -463,6 +514,61 @@ mod tests {
                 assert_eq!(a, b);
             }
         }
+    }
+
+    #[test]
+    fn stats_within_a_shared_buffer_end_at_their_range() {
+        // Values of every varint length, so that word loads run across the range's end (into
+        // the next event's stats) and, at the buffer's end, fall back to bytes.
+        let vals: Vec<StatValue> = (0..64)
+            .step_by(7)
+            .map(|b| StatValue::U64((1u64 << b) | 1))
+            .chain([
+                StatValue::I64(-3),
+                StatValue::F64(0.5),
+                StatValue::U64(u64::MAX),
+            ])
+            .collect();
+        let mut buf = Vec::new();
+        let mut ranges = Vec::new();
+        for round in 0..3u32 {
+            let start = buf.len();
+            for (i, v) in vals.iter().enumerate() {
+                encode_stat(&mut buf, StrId(round * 100 + i as u32), *v);
+            }
+            ranges.push((start, buf.len()));
+        }
+        for (round, &(a, b)) in ranges.iter().enumerate() {
+            let st = Stats::within(&buf, a, b);
+            let all: Vec<Stat> = st.iter().collect();
+            let want: Vec<Stat> = vals
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Stat {
+                    key: StrId(round as u32 * 100 + i as u32),
+                    value: *v,
+                })
+                .collect();
+            assert_eq!(all, want, "round {round}");
+            let mut picked = Vec::new();
+            st.select(|k| Some(k), |k, v| picked.push(Stat { key: k, value: v }));
+            assert_eq!(picked, want, "round {round}");
+            // Picking nothing skips every value and stops at the range's end.
+            let mut seen = 0;
+            st.select(
+                |_| {
+                    seen += 1;
+                    None::<()>
+                },
+                |_, _| {},
+            );
+            assert_eq!(seen, vals.len(), "round {round}");
+        }
+        assert!(Stats::within(&buf, 5, 2).is_empty());
+        assert!(Stats::within(&buf, 0, buf.len() + 1)
+            .iter()
+            .next()
+            .is_none());
     }
 
     #[test]
