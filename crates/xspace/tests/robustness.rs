@@ -1706,3 +1706,28 @@ fn decoded_lines_know_their_stat_keys() {
         assert!(skippable > 0, "{file}");
     }
 }
+
+#[test]
+fn flow_and_op_stat_names_get_one_byte_ids() {
+    // The stat names events carry most are interned first: ids below 16 keep each of their
+    // stats' headers to one byte in the model.
+    let mut seen = 0;
+    for (file, bytes) in fixtures() {
+        let p = decode(bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
+        for name in [
+            "_p",
+            "_c",
+            "_pt",
+            "_ct",
+            "hlo_op",
+            "correlation_id",
+            "group_id",
+        ] {
+            if let Some(k) = p.key(name) {
+                assert!(k.0 < 16, "{file}: {name} has id {}", k.0);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 4, "the fixtures carry flow and op stats");
+}
