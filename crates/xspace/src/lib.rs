@@ -747,11 +747,41 @@ fn event_stat<S: Side>(
     Ok(true)
 }
 
+/// Lines of more bytes have their events counted in a sample ([`estimate_events`]).
+const COUNT_ALL_BYTES: usize = 256 << 10;
+
+/// The number of events a line's columns are reserved for: all counted in lines up to
+/// [`COUNT_ALL_BYTES`]; in larger ones, those in the first sixteenth of the bytes, scaled up with
+/// a margin (producers write lines of one kind of event; should the rest differ, the columns
+/// grow as usual). Capacity never written costs no memory, and is released when the line is done.
+fn estimate_events(r: &Reader<'_>) -> usize {
+    let len = r.rest().len();
+    if len <= COUNT_ALL_BYTES {
+        return count_events(r.clone(), len);
+    }
+    let sample = len / 16;
+    let mut head = r.clone();
+    let n = count_events_in(&mut head, sample);
+    let read = len - head.rest().len();
+    if read >= len {
+        return n;
+    }
+    let scaled = (n as u128 * len as u128 / read.max(1) as u128) as usize;
+    // An event takes at least two bytes.
+    (scaled + scaled / 16 + 64).min(len / 2)
+}
+
 /// The number of events (field 4) in a line's body, found by skipping over them. A malformed
 /// body ends the count where it goes wrong (decoding then reports the error).
-fn count_events(mut r: Reader<'_>) -> usize {
+fn count_events(mut r: Reader<'_>, limit: usize) -> usize {
+    count_events_in(&mut r, limit)
+}
+
+/// [`count_events`], stopping at the first field that ends `limit` or more bytes into the body.
+fn count_events_in(r: &mut Reader<'_>, limit: usize) -> usize {
+    let start = r.rest().len();
     let mut n = 0;
-    loop {
+    while start - r.rest().len() < limit {
         if r.peek() == Some(0x22) {
             r.bump();
             if r.bytes().is_err() {
@@ -777,13 +807,13 @@ fn count_events(mut r: Reader<'_>) -> usize {
 fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'a>>> {
     let mut line = Line::default();
     let (mut name, mut display_name): (&[u8], &[u8]) = (&[], &[]);
-    // The event columns are reserved at their exact size (counting the events first costs a
-    // fraction of decoding them, and spares growing the columns: copies, and page faults on
-    // memory that later goes unused). The stats buffer is reserved from the line's size
+    // The event columns are reserved from a count of the events (exact in small lines, from a
+    // sample in large ones): growing them would cost copies, and page faults on memory that
+    // later goes unused. The stats buffer is reserved from the line's size
     // (unused capacity is never touched, so it costs no memory, and is released when the
     // builder finishes).
     let line_len = r.rest().len();
-    let mut b = EventsBuilder::with_capacity(count_events(r.clone()), line_len / 2);
+    let mut b = EventsBuilder::with_capacity(estimate_events(&r), line_len / 2);
     let mut keys = KeyMask::default();
     let mut r = r;
     while let Some(tag) = r.peek() {

@@ -1731,3 +1731,39 @@ fn flow_and_op_stat_names_get_one_byte_ids() {
     }
     assert!(seen >= 4, "the fixtures carry flow and op stats");
 }
+
+#[test]
+fn large_lines_whose_events_change_size_decode_whole() {
+    // Lines above the decoder's sampling size, whose first part has events of another size
+    // than the rest: the columns reserved from the sample are too large or too small, and
+    // every event must still come out, with its stats.
+    for small_first in [true, false] {
+        let mut line = Pb::new().str(2, "line");
+        let n = 40_000;
+        for i in 0..n {
+            let big = (i < n / 2) != small_first;
+            let mut e = event(1, i as i64 * 10, 5).msg(4, stat_i64(1, i as i64));
+            if big {
+                e = e.msg(4, Pb::new().int(1, 2).str(5, &"x".repeat(40 + i % 7)));
+            }
+            line = line.msg(4, e);
+        }
+        assert!(line.len() > 1 << 20);
+        let plane = Pb::new()
+            .str(2, "/host:CPU")
+            .msg(4, event_md(1, "op"))
+            .msg(5, stat_md(1, "i"))
+            .msg(5, stat_md(2, "s"))
+            .msg(3, line);
+        for threads in [1, 2] {
+            let p = decode_with_threads(&space([plane.clone()]), &|_, _| {}, threads, 0).unwrap();
+            let ev = &p.planes[0].lines[0].events;
+            assert_eq!(ev.len(), n, "small first: {small_first}");
+            let ki = key(&p, "i");
+            for i in [0, 1, n / 2 - 1, n / 2, n - 1] {
+                assert_eq!(ev.start(i), i as i64 * 10);
+                assert_eq!(ev.stats(i).get(ki), Some(StatValue::I64(i as i64)));
+            }
+        }
+    }
+}
