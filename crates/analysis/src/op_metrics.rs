@@ -405,7 +405,7 @@ fn partial_metrics(
 }
 
 /// Builds the op-metrics database of one host. The op lines are cut into a first and a second
-/// part of about equal event counts, aggregated on two threads and merged in line order (the cut
+/// part of about equal work, aggregated on two threads and merged in line order (the cut
 /// depends only on the profile, so the result does not depend on the number of cores).
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     let k = Keys::new(p);
@@ -424,17 +424,24 @@ pub fn op_metrics_with_hlo(p: &Profile, hlo: &HloIndex) -> OpMetricsDb {
 
 fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>) -> OpMetricsDb {
     let (source, lines) = op_lines(p);
-    let sizes: Vec<usize> = lines.iter().map(|(_, l)| l.events.len()).collect();
-    let total: usize = sizes.iter().sum();
+    // The cut balances an estimate of the work: events, and the bytes of their stats (host
+    // threads of JAX profiles have lines of stat-less events, which cost little, next to lines
+    // of ops with several stats each).
+    let costs: Vec<usize> = lines
+        .iter()
+        .map(|(_, l)| l.events.len() * 8 + l.events.stats_bytes())
+        .collect();
+    let total: usize = costs.iter().sum();
     let mut cut = 0;
     let mut acc = 0;
     while cut < lines.len() && acc * 2 < total {
-        acc += sizes[cut];
+        acc += costs[cut];
         cut += 1;
     }
+    let events: usize = lines.iter().map(|(_, l)| l.events.len()).sum();
     let (first, second) = lines.split_at(cut);
     let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo, ls);
-    let (pa, pb) = if total >= PARALLEL_MIN_EVENTS && !second.is_empty() {
+    let (pa, pb) = if events >= PARALLEL_MIN_EVENTS && !second.is_empty() {
         crate::par::join(|| run(first), || run(second))
     } else {
         (run(first), run(second))
