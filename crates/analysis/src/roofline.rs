@@ -212,6 +212,12 @@ fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
         // Events come in start order: the step index only moves forward.
         let mut k = 0usize;
         for i in 0..ev.len() {
+            let stats = ev.stats(i);
+            // XLA ops on host threads are the events with an `hlo_op` stat: most host events
+            // have no stats at all.
+            if host_xla && stats.is_empty() {
+                continue;
+            }
             let m = ev.meta(i);
             let Some(md) = plane.event_metadata.get(m as usize) else {
                 continue;
@@ -231,7 +237,7 @@ fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
             }
             // One pass over the event's stats for `hlo_op` and `program_id`.
             let (mut has_hlo, mut pid) = (false, None);
-            ev.stats(i).select(
+            stats.select(
                 |key| {
                     if Some(key) == kh {
                         Some(0)
