@@ -795,7 +795,8 @@ fn flatten_line(
     for (i, d) in last_desc.iter_mut().enumerate() {
         *d = base + i as u32;
     }
-    let mut stack: Vec<u32> = Vec::new();
+    // Open enclosing events: (start, end, index).
+    let mut stack: Vec<(i64, i64, u32)> = Vec::new();
     for i in 0..ev.len() {
         let g = base + i as u32;
         let mdv = md.get(metas[i] as usize);
@@ -824,15 +825,14 @@ fn flatten_line(
             continue;
         }
         let (s, e) = (starts[i], starts[i] + durs[i]);
-        while let Some(&top) = stack.last() {
-            let t = top as usize;
-            if starts[t] <= s && e <= starts[t] + durs[t] {
+        while let Some(&(ts, te, top)) = stack.last() {
+            if ts <= s && e <= te {
                 nest_parent[i] = base + top;
                 break;
             }
             stack.pop();
         }
-        stack.push(i as u32);
+        stack.push((s, e, i as u32));
     }
     // Last descendant, children before parents.
     for i in (0..ev.len()).rev() {

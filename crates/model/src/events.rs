@@ -159,29 +159,31 @@ impl Events {
     /// [`Events::self_times`] into `out` (its old contents replaced), for a caller that reuses
     /// one buffer line after line.
     pub fn self_times_into(&self, out: &mut Vec<i64>) {
-        let n = self.len();
         out.clear();
         out.extend_from_slice(&self.dur);
         let self_time = out;
-        // Stack of open ancestors (indices); a child is an event nested directly under the top.
-        let mut stack: Vec<usize> = Vec::new();
-        for i in 0..n {
-            let s = self.start[i];
-            while let Some(&top) = stack.last() {
-                if self.end(top) <= s {
+        // Stack of open ancestors (end, index); a child is an event nested directly under the
+        // top.
+        let mut stack: Vec<(i64, usize)> = Vec::new();
+        for (i, (&s, &d)) in self.start.iter().zip(&self.dur).enumerate() {
+            while let Some(&(end, _)) = stack.last() {
+                if end <= s {
                     stack.pop();
                 } else {
                     break;
                 }
             }
-            if let Some(&parent) = stack.last() {
+            let e = s.saturating_add(d);
+            if let Some(&(parent_end, parent)) = stack.last() {
                 // Only the part of the child that lies inside the parent counts against it.
-                let overlap = self.end(i).min(self.end(parent)) - s;
+                let overlap = e.min(parent_end) - s;
                 if overlap > 0 {
-                    self_time[parent] -= overlap;
+                    if let Some(t) = self_time.get_mut(parent) {
+                        *t -= overlap;
+                    }
                 }
             }
-            stack.push(i);
+            stack.push((e, i));
         }
         for v in self_time.iter_mut() {
             if *v < 0 {
