@@ -236,7 +236,10 @@ impl EventsBuilder {
         }
     }
 
-    /// Starts a new event; stats pushed afterwards belong to it.
+    /// Adds an event. Its stats are the bytes written through [`EventsBuilder::stats_buf`] since
+    /// the previous event (importers that read an event's stats before its time, in one pass),
+    /// and those added afterwards with [`EventsBuilder::stat`] or
+    /// [`EventsBuilder::stats_encoded`].
     #[inline]
     pub fn push(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
         if self.ev.stat_off.is_empty() {
@@ -249,7 +252,7 @@ impl EventsBuilder {
     }
 
     /// The stats buffer, to encode the next event's stats into directly (with
-    /// [`crate::encode_stat`] and the like) before [`EventsBuilder::push_after_stats`] adds it.
+    /// [`crate::encode_stat`] and the like) before [`EventsBuilder::push`] adds it.
     #[inline]
     pub fn stats_buf(&mut self) -> &mut Vec<u8> {
         self.raw_stats = true;
@@ -264,20 +267,6 @@ impl EventsBuilder {
         keys.sort_unstable();
         keys.dedup();
         self.declared_keys = Some(keys);
-    }
-
-    /// Adds an event whose stats were written through [`EventsBuilder::stats_buf`] before it:
-    /// every byte written there since the previous event is its stats. (Importers that read
-    /// an event's stats before its time, in one pass, with nothing to patch afterwards.)
-    #[inline]
-    pub fn push_after_stats(&mut self, start_ps: i64, dur_ps: i64, meta: u32) {
-        if self.ev.stat_off.is_empty() {
-            self.ev.stat_off.push(0);
-        }
-        self.ev.start.push(start_ps);
-        self.ev.dur.push(dur_ps);
-        self.ev.meta.push(meta);
-        self.ev.stat_off.push(self.ev.stats.len() as u32);
     }
 
     /// Marks the last pushed event as standing for `n` occurrences.
@@ -410,11 +399,11 @@ mod tests {
         // Stats written raw: unknown keys unless declared.
         let mut b = EventsBuilder::default();
         encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
-        b.push_after_stats(0, 10, 0);
+        b.push(0, 10, 0);
         assert!(b.finish().may_have_stat(StrId(5)));
         let mut b = EventsBuilder::default();
         encode_stat(b.stats_buf(), StrId(9), StatValue::U64(1));
-        b.push_after_stats(0, 10, 0);
+        b.push(0, 10, 0);
         b.declare_stat_keys(vec![StrId(9)]);
         let ev = b.finish();
         assert!(ev.may_have_stat(StrId(9)) && !ev.may_have_stat(StrId(5)));

@@ -893,7 +893,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
                 None => return Ok(None),
             },
         };
-        b.push_after_stats(offset, dur, meta);
+        b.push(offset, dur, meta);
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }
