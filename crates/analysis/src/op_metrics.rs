@@ -408,21 +408,39 @@ fn partial_metrics(
 /// part of about equal work, aggregated on two threads and merged in line order (the cut
 /// depends only on the profile, so the result does not depend on the number of cores).
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
+    op_metrics_on(p, Threads::Two)
+}
+
+/// [`op_metrics`] on the calling thread only, for a caller that runs it alongside other work
+/// (the overview, next to the step grouping): the same result, without a third thread competing
+/// for two cores.
+pub fn op_metrics_one_thread(p: &Profile) -> OpMetricsDb {
+    op_metrics_on(p, Threads::One)
+}
+
+fn op_metrics_on(p: &Profile, threads: Threads) -> OpMetricsDb {
     let k = Keys::new(p);
     // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
     let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
     let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
-    op_metrics_in(p, k, hlo.as_ref())
+    op_metrics_in(p, k, hlo.as_ref(), threads)
 }
 
 /// [`op_metrics`] for a caller that has the profile's HLO index already.
 pub fn op_metrics_with_hlo(p: &Profile, hlo: &HloIndex) -> OpMetricsDb {
     let k = Keys::new(p);
     let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
-    op_metrics_in(p, k, needs_hlo.then_some(hlo))
+    op_metrics_in(p, k, needs_hlo.then_some(hlo), Threads::Two)
 }
 
-fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>) -> OpMetricsDb {
+/// How many threads the op metrics may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Threads {
+    One,
+    Two,
+}
+
+fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>, threads: Threads) -> OpMetricsDb {
     let (source, lines) = op_lines(p);
     // The cut balances an estimate of the work: events, and the bytes of their stats (host
     // threads of JAX profiles have lines of stat-less events, which cost little, next to lines
@@ -441,7 +459,8 @@ fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>) -> OpMetricsDb {
     let events: usize = lines.iter().map(|(_, l)| l.events.len()).sum();
     let (first, second) = lines.split_at(cut);
     let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo, ls);
-    let (pa, pb) = if events >= PARALLEL_MIN_EVENTS && !second.is_empty() {
+    let (pa, pb) = if threads == Threads::Two && events >= PARALLEL_MIN_EVENTS && !second.is_empty()
+    {
         crate::par::join(|| run(first), || run(second))
     } else {
         (run(first), run(second))

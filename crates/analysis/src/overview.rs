@@ -6,7 +6,7 @@ use xlens_model::Profile;
 use xlens_store::Session;
 
 use crate::device::{device_info, DeviceInfo};
-use crate::op_metrics::{host_framework_ops, op_metrics, OpMetric};
+use crate::op_metrics::{host_framework_ops, op_metrics_one_thread, OpMetric};
 use crate::ops::OpSource;
 use crate::step_db::{step_db_prepare, Category, StepDb, StepRow, Summary, CATEGORIES};
 use crate::tools::Loader;
@@ -123,12 +123,20 @@ fn ms(ps: i64) -> String {
 
 pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
     // Steps and op metrics are independent passes over the events. The step grouping's first
-    // half uses both cores by itself; its second half is mostly sequential, so the op metrics
-    // run alongside that.
+    // half uses both cores by itself; its second half is sequential, so the op metrics run
+    // alongside it on one thread (on the 49 MB JAX profile the two sides take about as long;
+    // the op metrics' own two threads made three threads on two cores, and the grouping then
+    // finished alone: 10 ms later).
     let prep = step_db_prepare(p);
     let (db, (dev, ops, (host_ops, _))) = crate::par::join(
         || prep.finish(),
-        || (device_info(p), op_metrics(p), host_framework_ops(p)),
+        || {
+            (
+                device_info(p),
+                op_metrics_one_thread(p),
+                host_framework_ops(p),
+            )
+        },
     );
     let db: StepDb = db;
     let on_device = matches!(
