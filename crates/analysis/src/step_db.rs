@@ -277,6 +277,8 @@ const S_PID: u8 = 16;
 /// Stat keys the grouping reads, as a table from interned key to slot (one load per stat).
 struct Keys {
     slots: Vec<u8>,
+    /// The keys grouping reads other than flow types and ids (rare ones, and `_pid`).
+    others: Vec<StrId>,
     group_id: Option<StrId>,
     process_id: Option<StrId>,
 }
@@ -304,8 +306,13 @@ impl Keys {
                 ("_pid", S_PID),
             ],
         );
+        let others = (0..slots.len())
+            .filter(|&k| matches!(slots[k], 1..S_FLOW | S_PID))
+            .map(|k| StrId(k as u32))
+            .collect();
         Keys {
             slots,
+            others,
             group_id: p.key("group_id"),
             process_id: p.key("process_id"),
         }
@@ -566,6 +573,11 @@ fn classify_gpu(name: &str, shape: Option<&str>) -> EventType {
 /// Flattens every non-TPU line (on two threads for large profiles): non-flow stats of the events
 /// that have any, flow producers/consumers and per-line nesting, to be merged into the flat index.
 fn flatten<'a>(p: &'a Profile, k: &Keys) -> Unmerged<'a> {
+    flatten_with(p, k, true)
+}
+
+/// [`flatten`]; with `tables` false, flows are always read from the stats.
+fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
     let mut lines = Vec::new();
     let mut n: u32 = 0;
     for (pi, plane) in p.planes.iter().enumerate() {
@@ -586,8 +598,8 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Unmerged<'a> {
         .iter()
         .enumerate()
         .map(|(pi, plane)| {
-            lines.iter().any(|l| l.0 == pi).then(|| PlaneInfo {
-                md: plane
+            lines.iter().any(|l| l.0 == pi).then(|| {
+                let md: Vec<(bool, Ctx, Flow)> = plane
                     .event_metadata
                     .iter()
                     .map(|m| {
@@ -596,12 +608,16 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Unmerged<'a> {
                         read_ctx(k, m.stats(), &mut c);
                         (rare, c, f)
                     })
-                    .collect(),
-                pid: k
-                    .process_id
-                    .and_then(|key| plane.stats().get(key))
-                    .and_then(as_u64)
-                    .unwrap_or(0),
+                    .collect();
+                PlaneInfo {
+                    md_flows: md.iter().any(|x| x.2.set != 0),
+                    md,
+                    pid: k
+                        .process_id
+                        .and_then(|key| plane.stats().get(key))
+                        .and_then(as_u64)
+                        .unwrap_or(0),
+                }
             })
         })
         .collect();
@@ -629,7 +645,15 @@ fn flatten<'a>(p: &'a Profile, k: &Keys) -> Unmerged<'a> {
                 let info = infos[pi].as_ref();
                 (
                     li,
-                    flatten_line(k, info, &p.planes[pi].lines[lj].events, base, np, ld),
+                    flatten_line(
+                        k,
+                        info,
+                        &p.planes[pi].lines[lj].events,
+                        base,
+                        tables,
+                        np,
+                        ld,
+                    ),
                 )
             })
             .collect()
@@ -749,9 +773,11 @@ fn merge_flows(parts: &[LinePart]) -> Flows {
 /// Profiles with fewer events are flattened on one thread.
 const PARALLEL_MIN_EVENTS: u32 = 200_000;
 
-/// Metadata stats of one plane (has non-flow stats, ctx, flow) and its process id.
+/// Metadata stats of one plane (has non-flow stats, ctx, flow), whether any metadata has
+/// flow stats, and the plane's process id.
 struct PlaneInfo {
     md: Vec<(bool, Ctx, Flow)>,
+    md_flows: bool,
     pid: u64,
 }
 
@@ -784,12 +810,21 @@ fn flatten_line(
     info: Option<&PlaneInfo>,
     ev: &xlens_model::Events,
     base: u32,
+    tables: bool,
     nest_parent: &mut [u32],
     last_desc: &mut [u32],
 ) -> LinePart {
     let mut part = LinePart::default();
     let md: &[(bool, Ctx, Flow)] = info.map_or(&[], |x| &x.md);
     let plane_pid = info.map_or(0, |x| x.pid);
+    // The importer's list of flow ends stands for the stats when the events' flows are all
+    // their own (no metadata flows, no `_pid`) and no other stat grouping reads can be there:
+    // then no event's stats need reading.
+    let table = ev.flows().filter(|_| {
+        tables
+            && !info.is_some_and(|x| x.md_flows)
+            && k.others.iter().all(|&key| !ev.may_have_stat(key))
+    });
     let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
     nest_parent.fill(NONE);
     for (i, d) in last_desc.iter_mut().enumerate() {
@@ -800,13 +835,22 @@ fn flatten_line(
     for i in 0..ev.len() {
         let g = base + i as u32;
         let mdv = md.get(metas[i] as usize);
-        let mut f = mdv.map(|x| x.2).unwrap_or_default();
-        let rare = scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0);
+        let mut f = Flow::default();
+        let rare = if table.is_some() {
+            mdv.is_some_and(|x| x.0)
+        } else {
+            if let Some(x) = mdv {
+                f = x.2;
+            }
+            scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0)
+        };
         let mut is_async = false;
         if rare {
             // The event's own stats override its metadata's.
             let mut c = mdv.map(|x| x.1).unwrap_or_default();
-            read_ctx(k, ev.stats(i), &mut c);
+            if table.is_none() {
+                read_ctx(k, ev.stats(i), &mut c);
+            }
             is_async = c.a;
             part.ctxs.push((g, c));
         }
@@ -833,6 +877,24 @@ fn flatten_line(
             stack.pop();
         }
         stack.push((s, e, i as u32));
+    }
+    if let Some(t) = table {
+        for x in &t.producers {
+            let tp = part.flow_type(x.ty as u64, plane_pid);
+            part.prods.push(FlowEnd {
+                tp,
+                id: x.id,
+                g: base + x.event,
+            });
+        }
+        for x in &t.consumers {
+            let tp = part.flow_type(x.ty as u64, plane_pid);
+            part.cons.push(FlowEnd {
+                tp,
+                id: x.id,
+                g: base + x.event,
+            });
+        }
     }
     // Last descendant, children before parents.
     for i in (0..ev.len()).rev() {
@@ -1742,6 +1804,34 @@ mod tests {
             }
         }
         assert_eq!(lower_bound_near(&[], 0, (0, 1)), 0);
+    }
+
+    #[test]
+    fn flattening_from_the_flow_lists_equals_reading_the_stats() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
+        );
+        let p = crate::load::load_path(std::path::Path::new(path), xlens_store::Format::XSpace)
+            .expect("fixture");
+        let k = Keys::new(&p);
+        let listed = p
+            .planes
+            .iter()
+            .flat_map(|pl| &pl.lines)
+            .filter_map(|l| l.events.flows())
+            .map(|f| f.producers.len() + f.consumers.len())
+            .sum::<usize>();
+        assert!(listed > 1000, "{listed} flow ends listed");
+        let a = flatten_with(&p, &k, true).merge();
+        let b = flatten_with(&p, &k, false).merge();
+        assert_eq!(a.flows.types, b.flows.types);
+        assert_eq!(a.flows.prods, b.flows.prods);
+        assert_eq!(a.flows.cons, b.flows.cons);
+        assert!(a.flows.prods.len() + a.flows.cons.len() >= listed);
+        assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
+        assert_eq!(a.nest_parent, b.nest_parent);
+        assert_eq!(a.last_desc, b.last_desc);
     }
 
     #[test]

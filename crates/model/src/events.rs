@@ -24,6 +24,27 @@ pub struct Events {
     /// The distinct keys of the events' stats, sorted, when the importer knows them (`None`:
     /// unknown, any key may occur).
     stat_keys: Option<Vec<StrId>>,
+    /// The flow ends among the events' own stats, by event, when the importer listed them.
+    flows: Option<Flows>,
+}
+
+/// One end of a flow on an event: the event's index in its line, the flow's type and its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowRef {
+    pub event: u32,
+    pub ty: u32,
+    pub id: u64,
+}
+
+/// The flow ends that events carry as stats (XPlane: a producer is a `_pt` type with a `_p` id,
+/// a consumer a `_ct` type with a `_c` id), listed by the importer as it reads them so that
+/// readers that follow flows need not scan every stat. The stats themselves stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flows {
+    /// Producer ends, by event (at most one per event).
+    pub producers: Vec<FlowRef>,
+    /// Consumer ends, by event (at most one per event).
+    pub consumers: Vec<FlowRef>,
 }
 
 impl Events {
@@ -120,6 +141,12 @@ impl Events {
         }
     }
 
+    /// The flow ends of the events' own stats (not their metadata's), when the importer listed
+    /// them (`None`: a reader must find flows in the stats).
+    pub fn flows(&self) -> Option<&Flows> {
+        self.flows.as_ref()
+    }
+
     /// Bytes the events' stats take in the model's encoding (a measure of the work of reading
     /// them all).
     pub fn stats_bytes(&self) -> usize {
@@ -133,6 +160,9 @@ impl Events {
             + self.meta.capacity() * 4
             + self.depth.get().map_or(0, |d| d.capacity() * 2)
             + self.stat_off.capacity() * 4
+            + self.flows.as_ref().map_or(0, |f| {
+                (f.producers.capacity() + f.consumers.capacity()) * std::mem::size_of::<FlowRef>()
+            })
             + self.stats.capacity()
             + self.occurrences.capacity() * 16
     }
@@ -227,6 +257,7 @@ impl EventsBuilder {
             stats: Vec::with_capacity(stat_bytes),
             occurrences: Vec::new(),
             stat_keys: Some(Vec::new()),
+            flows: None,
         };
         ev.stat_off.push(0);
         EventsBuilder {
@@ -267,6 +298,41 @@ impl EventsBuilder {
         keys.sort_unstable();
         keys.dedup();
         self.declared_keys = Some(keys);
+    }
+
+    /// Starts a list of the events' flow ends ([`Events::flows`]): the importer promises to add
+    /// every flow end of the events' stats with [`EventsBuilder::flow`], or to call
+    /// [`EventsBuilder::unlist_flows`].
+    pub fn list_flows(&mut self) {
+        self.ev.flows.get_or_insert_with(Flows::default);
+    }
+
+    /// Gives up the list of flow ends (for a flow the list cannot hold): readers then find
+    /// flows in the stats.
+    pub fn unlist_flows(&mut self) {
+        self.ev.flows = None;
+    }
+
+    /// Adds a flow end (a producer, or a consumer) to the last pushed event, when flows are
+    /// listed.
+    #[inline]
+    pub fn flow(&mut self, consumer: bool, ty: u32, id: u64) {
+        let Some(last) = self.ev.start.len().checked_sub(1) else {
+            return;
+        };
+        let Some(f) = &mut self.ev.flows else {
+            return;
+        };
+        let end = FlowRef {
+            event: last as u32,
+            ty,
+            id,
+        };
+        if consumer {
+            f.consumers.push(end);
+        } else {
+            f.producers.push(end);
+        }
     }
 
     /// Marks the last pushed event as standing for `n` occurrences.
@@ -372,6 +438,18 @@ impl EventsBuilder {
                 }
                 ev.occurrences.sort_unstable();
             }
+            if let Some(f) = &mut ev.flows {
+                let mut inverse = vec![0u32; n];
+                for (new, &old) in perm.iter().enumerate() {
+                    inverse[old as usize] = new as u32;
+                }
+                for list in [&mut f.producers, &mut f.consumers] {
+                    for e in list.iter_mut() {
+                        e.event = inverse[e.event as usize];
+                    }
+                    list.sort_by_key(|e| e.event);
+                }
+            }
         }
         // Importers reserve generously from the input's size; give back what was not used.
         ev.start.shrink_to_fit();
@@ -379,6 +457,10 @@ impl EventsBuilder {
         ev.meta.shrink_to_fit();
         ev.stat_off.shrink_to_fit();
         ev.stats.shrink_to_fit();
+        if let Some(f) = &mut ev.flows {
+            f.producers.shrink_to_fit();
+            f.consumers.shrink_to_fit();
+        }
         self.ev
     }
 }
@@ -408,6 +490,40 @@ mod tests {
         let ev = b.finish();
         assert!(ev.may_have_stat(StrId(9)) && !ev.may_have_stat(StrId(5)));
         assert_eq!(ev.stats(0).get(StrId(9)), Some(StatValue::U64(1)));
+    }
+
+    #[test]
+    fn flow_ends_follow_their_events_when_sorted() {
+        let end = |event, ty, id| FlowRef { event, ty, id };
+        // Not listed unless the importer says so.
+        let mut b = EventsBuilder::default();
+        b.push(0, 1, 0);
+        b.flow(false, 1, 2);
+        assert!(b.finish().flows().is_none());
+        // Recorded in end order; the enclosing event (pushed last) comes first once sorted.
+        let mut b = EventsBuilder::default();
+        b.list_flows();
+        b.push(10, 5, 0);
+        b.flow(false, 1, 100);
+        b.push(20, 5, 1);
+        b.flow(true, 1, 100);
+        b.flow(false, 2, 7);
+        b.push(0, 100, 2);
+        b.flow(true, 2, 7);
+        let ev = b.finish();
+        assert_eq!(ev.metadata_indices(), &[2, 0, 1]);
+        let f = ev.flows().expect("listed");
+        assert_eq!(f.producers, [end(1, 1, 100), end(2, 2, 7)]);
+        assert_eq!(f.consumers, [end(0, 2, 7), end(2, 1, 100)]);
+        // Given up: none.
+        let mut b = EventsBuilder::default();
+        b.list_flows();
+        b.push(0, 1, 0);
+        b.flow(false, 1, 2);
+        b.unlist_flows();
+        b.push(1, 1, 0);
+        b.flow(false, 1, 3);
+        assert!(b.finish().flows().is_none());
     }
 
     fn build(evs: &[(i64, i64)]) -> Events {

@@ -15,7 +15,7 @@ mod events;
 mod stats;
 mod strings;
 
-pub use events::{Events, EventsBuilder};
+pub use events::{Events, EventsBuilder, FlowRef, Flows};
 pub use stats::{
     encode_int_raw, encode_ref_pre, encode_stat, BlobId, PreKey, PreRef, Stat, StatIter, StatValue,
     Stats,

@@ -88,6 +88,10 @@ fn decode_inner(
     for name in HOT_STAT_NAMES {
         prof.strings.intern(name);
     }
+    debug_assert!(FLOW_KEYS
+        .iter()
+        .zip(["_p", "_pt", "_c", "_ct"])
+        .all(|(k, name)| prof.strings.get(*k) == name));
     let mut d = Decoder {
         prof,
         warn: Warnings::default(),
@@ -290,8 +294,9 @@ struct PlaneCtx {
     stat_names: IdMap,
     meta_index: IdMap,
     /// Stat metadata ids below 128 (one-byte ids, as producers write them) prepared for
-    /// [`stat_fast`]: the key's encoded headers, and the id's name as an encoded reference.
-    fast: Vec<Option<(PreKey, PreRef)>>,
+    /// [`stat_fast`]: the key's encoded headers, the id's name as an encoded reference, and
+    /// the key's flow slot ([`flow_slot`]).
+    fast: Vec<Option<(PreKey, PreRef, u8)>>,
 }
 
 impl PlaneCtx {
@@ -299,7 +304,7 @@ impl PlaneCtx {
         let fast = (0..128)
             .map(|id| {
                 let name = StrId(stat_names.get(id)?);
-                Some((PreKey::new(name), PreRef::new(name)))
+                Some((PreKey::new(name), PreRef::new(name), flow_slot(name)))
             })
             .collect();
         PlaneCtx {
@@ -308,6 +313,81 @@ impl PlaneCtx {
             fast,
         }
     }
+}
+
+/// The flow stats, in the order of [`EventFlow::v`]: producer id and type, consumer id and
+/// type. They are the first [`HOT_STAT_NAMES`], interned first: their ids are 1 to 4.
+const FLOW_KEYS: [StrId; 4] = [StrId(1), StrId(2), StrId(3), StrId(4)];
+
+/// 1 + the index of `key` in [`FLOW_KEYS`], or 0 for other keys.
+#[inline(always)]
+fn flow_slot(key: StrId) -> u8 {
+    match FLOW_KEYS.iter().position(|k| *k == key) {
+        Some(i) => i as u8 + 1,
+        None => 0,
+    }
+}
+
+/// The flow stats of the event being decoded, for the line's list of flow ends
+/// ([`xlens_model::Flows`]). A later stat of a key replaces an earlier one; a value that is no
+/// integer removes it (as readers of the stats see them).
+#[derive(Default)]
+struct EventFlow {
+    v: [u64; 4],
+    set: u8,
+}
+
+impl EventFlow {
+    #[inline(always)]
+    fn put(&mut self, slot: u8, v: Option<u64>) {
+        let i = (slot - 1) as usize;
+        match v {
+            Some(x) => {
+                self.v[i & 3] = x;
+                self.set |= 1 << i;
+            }
+            None => self.set &= !(1 << i),
+        }
+    }
+
+    /// Adds the event's producer and consumer ends (those with both a type and an id) to the
+    /// last event of `b`, and clears itself. A type beyond 32 bits gives up the line's list.
+    #[inline(always)]
+    fn flush(&mut self, b: &mut EventsBuilder) {
+        if self.set == 0 {
+            return;
+        }
+        for (consumer, id, ty) in [(false, 0, 1), (true, 2, 3)] {
+            if self.set & (1 << id) != 0 && self.set & (1 << ty) != 0 {
+                match u32::try_from(self.v[ty]) {
+                    Ok(t) => b.flow(consumer, t, self.v[id]),
+                    Err(_) => b.unlist_flows(),
+                }
+            }
+        }
+        self.set = 0;
+    }
+}
+
+/// A stat value as flow readers take it: integers as their 64 bits, integral floats through
+/// `i64`, anything else none.
+fn flow_value(v: StatValue) -> Option<u64> {
+    match v {
+        StatValue::I64(x) => Some(x as u64),
+        StatValue::U64(x) => Some(x),
+        StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
+        _ => None,
+    }
+}
+
+/// The value of a varint of up to 8 bytes held as the low bytes of `raw`.
+#[inline(always)]
+fn varint_value(raw: u64) -> u64 {
+    let x = raw & 0x7f7f_7f7f_7f7f_7f7f;
+    // Pack the 7-bit groups: pairs, then quads, then all eight.
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
 struct Decoder<'c> {
@@ -615,12 +695,18 @@ fn stat_name<S: Side>(side: &mut S, id: i64) -> Option<StrId> {
 /// copied through as they are, keys and references come encoded from the plane's table. `false`
 /// means "use the general path" (nothing was written).
 #[inline(always)]
-fn stat_fast(ctx: &PlaneCtx, b: &[u8], keys: &mut KeyMask, out: &mut Vec<u8>) -> bool {
+fn stat_fast(
+    ctx: &PlaneCtx,
+    b: &[u8],
+    keys: &mut KeyMask,
+    out: &mut Vec<u8>,
+    flow: &mut EventFlow,
+) -> bool {
     let [0x08, key, tag, rest @ ..] = b else {
         return false;
     };
     // Ids of 128 and more take two bytes (and miss the table).
-    let Some(Some((pk, _))) = ctx.fast.get(*key as usize) else {
+    let Some(Some((pk, _, fs))) = ctx.fast.get(*key as usize) else {
         return false;
     };
     // The value's bytes as one little-endian word (values of 9 and 10 bytes, such as negative
@@ -642,10 +728,14 @@ fn stat_fast(ctx: &PlaneCtx, b: &[u8], keys: &mut KeyMask, out: &mut Vec<u8>) ->
         0x20 => encode_int_raw(out, pk, true, raw, n as u8),
         // A reference to another one-byte stat metadata id.
         0x38 => match (n, ctx.fast.get(rest[0] as usize)) {
-            (1, Some(Some((_, target)))) => encode_ref_pre(out, pk, target),
+            (1, Some(Some((_, target, _)))) => encode_ref_pre(out, pk, target),
             _ => return false,
         },
         _ => return false,
+    }
+    if *fs != 0 {
+        let v = (*tag != 0x38).then(|| varint_value(raw));
+        flow.put(*fs, v);
     }
     keys.add(*key as i64);
     true
@@ -736,13 +826,18 @@ fn event_stat<S: Side>(
     b: &mut EventsBuilder,
     st: Reader<'_>,
     keys: &mut KeyMask,
+    flow: &mut EventFlow,
 ) -> Res<bool> {
-    if stat_fast(side.ctx(), st.rest(), keys, b.stats_buf()) {
+    if stat_fast(side.ctx(), st.rest(), keys, b.stats_buf(), flow) {
         return Ok(true);
     }
     let Some((k, v)) = stat(side, st, keys)? else {
         return Ok(false);
     };
+    let fs = flow_slot(k);
+    if fs != 0 {
+        flow.put(fs, flow_value(v));
+    }
     encode_stat(b.stats_buf(), k, v);
     Ok(true)
 }
@@ -814,6 +909,8 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
     // builder finishes).
     let line_len = r.rest().len();
     let mut b = EventsBuilder::with_capacity(estimate_events(&r), line_len / 2);
+    b.list_flows();
+    let mut flow = EventFlow::default();
     let mut keys = KeyMask::default();
     let mut r = r;
     while let Some(tag) = r.peek() {
@@ -866,7 +963,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         }
         while e.peek() == Some(0x22) {
             e.bump();
-            if !event_stat(side, &mut b, e.message("XStat")?, &mut keys)? {
+            if !event_stat(side, &mut b, e.message("XStat")?, &mut keys, &mut flow)? {
                 return Ok(None);
             }
         }
@@ -876,7 +973,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
                 (2, Wire::Varint) => offset = e.varint()? as i64,
                 (3, Wire::Varint) => dur = e.varint()? as i64,
                 (4, Wire::Len) => {
-                    if !event_stat(side, &mut b, e.message("XStat")?, &mut keys)? {
+                    if !event_stat(side, &mut b, e.message("XStat")?, &mut keys, &mut flow)? {
                         return Ok(None);
                     }
                 }
@@ -894,6 +991,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
             },
         };
         b.push(offset, dur, meta);
+        flow.flush(&mut b);
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }

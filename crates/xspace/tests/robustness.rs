@@ -522,10 +522,55 @@ fn check_profile(p: &Profile) {
             for &(i, _) in ev.occurrences() {
                 assert!((i as usize) < n, "occurrence of a missing event");
             }
+            // The listed flow ends are exactly those the events' stats give.
+            if let Some(listed) = ev.flows() {
+                assert_eq!(
+                    listed,
+                    &flows_in_stats(p, ev),
+                    "flow list of {:?}",
+                    p.str(line.name)
+                );
+            }
             assert_eq!(ev.self_times().len(), n);
             let _ = ev.span();
         }
     }
+}
+
+/// The flow ends of a line's events read from their stats, as the grouping reads them: per
+/// event the last `_p`/`_pt`/`_c`/`_ct` stat of each key, integers as their 64 bits, integral
+/// floats through `i64`, any other value removing the key; a producer or consumer where both its
+/// id and type are there.
+fn flows_in_stats(p: &Profile, ev: &xlens_model::Events) -> xlens_model::Flows {
+    let mut out = xlens_model::Flows::default();
+    let names = ["_p", "_pt", "_c", "_ct"];
+    for i in 0..ev.len() {
+        let mut v: [Option<u64>; 4] = [None; 4];
+        for s in ev.stats(i) {
+            if let Some(k) = names.iter().position(|n| p.str(s.key) == *n) {
+                v[k] = match s.value {
+                    StatValue::I64(x) => Some(x as u64),
+                    StatValue::U64(x) => Some(x),
+                    StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
+                    _ => None,
+                };
+            }
+        }
+        for (id, ty, list) in [
+            (v[0], v[1], &mut out.producers),
+            (v[2], v[3], &mut out.consumers),
+        ] {
+            if let (Some(id), Some(ty)) = (id, ty) {
+                let ty = u32::try_from(ty).expect("a listed flow type fits 32 bits");
+                list.push(xlens_model::FlowRef {
+                    event: i as u32,
+                    ty,
+                    id,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Decodes `input`; panics (with `what` and a saved copy of the input) if decoding panics, an
@@ -1766,4 +1811,77 @@ fn large_lines_whose_events_change_size_decode_whole() {
             }
         }
     }
+}
+
+#[test]
+fn flow_ends_are_listed_as_the_stats_give_them() {
+    let (p_, pt, c, ct, other) = (1, 2, 300, 4, 5);
+    let line = Pb::new()
+        .str(2, "worker")
+        // Recorded in end order: the enclosing event comes after its children.
+        .msg(
+            4,
+            event(1, 10, 5)
+                .msg(4, stat_i64(pt, 2))
+                .msg(4, stat_i64(p_, 5)),
+        )
+        .msg(
+            4,
+            event(1, 0, 100)
+                .msg(4, stat_i64(ct, 2))
+                .msg(4, stat_i64(c, 5))
+                .msg(4, stat_i64(other, 77))
+                // A negative id (ten bytes) and an integral float type: the general path.
+                .msg(4, stat_i64(p_, -3))
+                .msg(4, Pb::new().int(1, pt).fixed64(2, 1.0f64.to_bits())),
+        )
+        // A reference where an id should be: no producer.
+        .msg(
+            4,
+            event(1, 20, 5)
+                .msg(4, stat_i64(pt, 7))
+                .msg(4, Pb::new().int(1, p_).int(7, other)),
+        )
+        // An id without a type: no consumer.
+        .msg(4, event(1, 30, 5).msg(4, stat_i64(c, 9)))
+        // The last of two ids counts.
+        .msg(
+            4,
+            event(1, 40, 5)
+                .msg(4, stat_i64(pt, 3))
+                .msg(4, stat_i64(p_, 1))
+                .msg(4, stat_i64(p_, 1 << 40)),
+        );
+    // A type that does not fit 32 bits: that line has no list.
+    let wide = Pb::new().str(2, "wide").msg(
+        4,
+        event(1, 0, 5)
+            .msg(4, stat_i64(pt, 1 << 40))
+            .msg(4, stat_i64(p_, 1)),
+    );
+    let mut plane = Pb::new()
+        .str(2, "/host:CPU")
+        .msg(4, event_md(1, "op"))
+        .msg(3, line)
+        .msg(3, wide);
+    for (id, name) in [
+        (p_, "_p"),
+        (pt, "_pt"),
+        (c, "_c"),
+        (ct, "_ct"),
+        (other, "x"),
+    ] {
+        plane = plane.msg(5, stat_md(id, name));
+    }
+    let p = check(&space([plane]), &|| "flows".into()).unwrap();
+    let ev = &p.planes[0].lines[0].events;
+    assert_eq!(ev.starts(), &[0, 10, 20, 30, 40]);
+    let f = ev.flows().expect("flows listed");
+    let end = |event, ty, id| xlens_model::FlowRef { event, ty, id };
+    assert_eq!(
+        f.producers,
+        [end(0, 1, -3i64 as u64), end(1, 2, 5), end(4, 3, 1 << 40)]
+    );
+    assert_eq!(f.consumers, [end(0, 2, 5)]);
+    assert!(p.planes[0].lines[1].events.flows().is_none());
 }
