@@ -245,11 +245,19 @@ fn partial_metrics(
     let mut md_vals: (*const Plane, Vec<(bool, Vals)>) = (std::ptr::null(), Vec::new());
     // Self times of the line at hand (one buffer for all lines).
     let mut self_buf: Vec<i64> = Vec::new();
+    let hlo_op_key = p.key("hlo_op");
     for &(plane, line) in lines {
         let ev = &line.events;
         let device_st = device_self_times(p, line);
+        // Host threads whose events mostly carry no stat (the Python thread of JAX profiles:
+        // hundreds of thousands of events, a few of them XLA ops) have the self times of their
+        // few ops computed one by one.
+        let sparse = device_st.is_none()
+            && source == Some(OpSource::HostXlaOps)
+            && ev.stats_bytes() < ev.len();
         let self_times: &[i64] = match &device_st {
             Some(v) => v,
+            None if sparse => &[],
             None => {
                 ev.self_times_into(&mut self_buf);
                 &self_buf
@@ -292,14 +300,18 @@ fn partial_metrics(
         }
         let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
         let mut last_raw: Option<(RawKey, u32)> = None;
-        for (i, &self_time) in self_times.iter().enumerate() {
+        for i in 0..ev.len() {
             let Some(md) = plane.event_metadata.get(metas[i] as usize) else {
                 continue;
             };
             let (md_any, ref mdv) = md_vals.1[metas[i] as usize];
             let stats = ev.stats(i);
-            // Host threads: most events are no XLA op and carry no stats at all.
-            if source == Some(OpSource::HostXlaOps) && !md_any && stats.is_empty() {
+            // Host threads: most events are no XLA op (no `hlo_op` stat), and many carry no
+            // stats at all.
+            if source == Some(OpSource::HostXlaOps)
+                && !md_any
+                && (stats.is_empty() || !hlo_op_key.is_some_and(|k| stats.has(k)))
+            {
                 continue;
             }
             let mut vals: Vals = if md_any { *mdv } else { [None; N_FIELDS] };
@@ -310,6 +322,10 @@ fn partial_metrics(
             if source == Some(OpSource::HostFrameworkOps) && parse_tf_op(p.str(md.name)).is_none() {
                 continue;
             }
+            let self_time = match self_times.get(i) {
+                Some(&t) => t,
+                None => ev.self_time(i),
+            };
             let dur = durs[i];
             first = first.min(starts[i]);
             last = last.max(starts[i].saturating_add(dur));

@@ -188,6 +188,33 @@ impl Events {
 
     /// [`Events::self_times`] into `out` (its old contents replaced), for a caller that reuses
     /// one buffer line after line.
+    /// The self time of event `i` alone, as [`Events::self_times`] gives it, in time
+    /// proportional to the events it encloses (for readers that need few events' self times).
+    pub fn self_time(&self, i: usize) -> i64 {
+        let (Some(&s), Some(&d)) = (self.start.get(i), self.dur.get(i)) else {
+            return 0;
+        };
+        let end = s.saturating_add(d);
+        let mut t = d;
+        // The end of the latest direct child and of the events open inside it, as in
+        // `self_times_into`'s stack above event `i`.
+        let mut open: Vec<i64> = Vec::new();
+        for (&cs, &cd) in self.start[i + 1..].iter().zip(&self.dur[i + 1..]) {
+            if cs >= end {
+                break;
+            }
+            while open.last().is_some_and(|&e| e <= cs) {
+                open.pop();
+            }
+            let ce = cs.saturating_add(cd);
+            if open.is_empty() {
+                t -= ce.min(end) - cs;
+            }
+            open.push(ce);
+        }
+        t.max(0)
+    }
+
     pub fn self_times_into(&self, out: &mut Vec<i64>) {
         out.clear();
         out.extend_from_slice(&self.dur);
@@ -547,6 +574,29 @@ mod tests {
         }
         assert_eq!(ev.depths(), &[0, 1, 1, 0]);
         assert_eq!(ev.self_times(), vec![90, 5, 5, 1]);
+    }
+
+    #[test]
+    fn self_time_of_one_event_equals_the_whole_computation() {
+        // Nesting, equal starts, children that run past their parent, zero-length events.
+        let ev = build(&[
+            (0, 100),
+            (0, 50),
+            (10, 5),
+            (40, 30),
+            (45, 2),
+            (60, 0),
+            (90, 20),
+            (95, 30),
+            (130, 10),
+            (130, 10),
+            (135, 1),
+        ]);
+        let all = ev.self_times();
+        for (i, &want) in all.iter().enumerate() {
+            assert_eq!(ev.self_time(i), want, "event {i}");
+        }
+        assert_eq!(ev.self_time(99), 0);
     }
 
     #[test]

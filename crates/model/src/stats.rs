@@ -394,6 +394,27 @@ impl<'a> Stats<'a> {
         }
     }
 
+    /// Whether a stat with this key is there; values are skipped, not decoded.
+    #[inline]
+    pub fn has(&self, key: StrId) -> bool {
+        let (buf, end) = (self.buf, self.end);
+        let mut pos = self.start;
+        while pos < end {
+            let Some((head, next)) = varint_at(buf, pos) else {
+                return false;
+            };
+            if (head >> 3) == key.0 as u64 {
+                return true;
+            }
+            pos = if head & 7 == K_F64 {
+                next + 8
+            } else {
+                skip_varint(buf, next)
+            };
+        }
+        false
+    }
+
     /// The first stat with this key.
     #[inline]
     pub fn get(&self, key: StrId) -> Option<StatValue> {
@@ -443,6 +464,12 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "mask {mask:#b}");
         }
+        // Every kind of value is skipped to the next stat's key.
+        for i in 0..8u32 {
+            assert!(stats.has(StrId(i * 1000)), "{i}");
+            assert!(!stats.has(StrId(i * 1000 + 1)), "{i}");
+        }
+        assert!(!Stats::new(&[]).has(StrId(0)));
     }
 
     #[test]
