@@ -420,73 +420,129 @@ fn partial_metrics(
     Partial { metrics, devices }
 }
 
-/// Builds the op-metrics database of one host. The op lines are cut into a first and a second
-/// part of about equal work, aggregated on two threads and merged in line order (the cut
-/// depends only on the profile, so the result does not depend on the number of cores).
+/// Builds the op-metrics database of one host on two threads (see [`OpMetricsJob`]).
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
-    op_metrics_on(p, Threads::Two)
-}
-
-/// [`op_metrics`] on the calling thread only, for a caller that runs it alongside other work
-/// (the overview, next to the step grouping): the same result, without a third thread competing
-/// for two cores.
-pub fn op_metrics_one_thread(p: &Profile) -> OpMetricsDb {
-    op_metrics_on(p, Threads::One)
-}
-
-fn op_metrics_on(p: &Profile, threads: Threads) -> OpMetricsDb {
-    let k = Keys::new(p);
-    // HLO metadata (JAX name scopes) only when ops carry no framework op of their own.
-    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
-    let hlo: Option<HloIndex> = needs_hlo.then(|| hlo_index(p));
-    op_metrics_in(p, k, hlo.as_ref(), threads)
+    let job = OpMetricsJob::new(p);
+    if job.events >= PARALLEL_MIN_EVENTS && job.lines.len() > 1 {
+        crate::par::join(|| job.help(), || job.help());
+    }
+    job.finish()
 }
 
 /// [`op_metrics`] for a caller that has the profile's HLO index already.
 pub fn op_metrics_with_hlo(p: &Profile, hlo: &HloIndex) -> OpMetricsDb {
-    let k = Keys::new(p);
-    let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
-    op_metrics_in(p, k, needs_hlo.then_some(hlo), Threads::Two)
-}
-
-/// How many threads the op metrics may use.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Threads {
-    One,
-    Two,
-}
-
-fn op_metrics_in(p: &Profile, k: Keys, hlo: Option<&HloIndex>, threads: Threads) -> OpMetricsDb {
-    let (source, lines) = op_lines(p);
-    // The cut balances an estimate of the work: events, and the bytes of their stats (host
-    // threads of JAX profiles have lines of stat-less events, which cost little, next to lines
-    // of ops with several stats each).
-    let costs: Vec<usize> = lines
-        .iter()
-        .map(|(_, l)| l.events.len() * 8 + l.events.stats_bytes())
-        .collect();
-    let total: usize = costs.iter().sum();
-    let mut cut = 0;
-    let mut acc = 0;
-    while cut < lines.len() && acc * 2 < total {
-        acc += costs[cut];
-        cut += 1;
+    let mut job = OpMetricsJob::new(p);
+    job.hlo_given = Some(hlo);
+    if job.events >= PARALLEL_MIN_EVENTS && job.lines.len() > 1 {
+        crate::par::join(|| job.help(), || job.help());
     }
-    let events: usize = lines.iter().map(|(_, l)| l.events.len()).sum();
-    let (first, second) = lines.split_at(cut);
-    let run = |ls: &[(&Plane, &Line)]| partial_metrics(p, source, &k, hlo, ls);
-    let (pa, pb) = if threads == Threads::Two && events >= PARALLEL_MIN_EVENTS && !second.is_empty()
-    {
-        crate::par::join(|| run(first), || run(second))
-    } else {
-        (run(first), run(second))
-    };
+    job.finish()
+}
+
+/// The op metrics of one host as a queue of jobs, one per op line, that any number of threads
+/// take from ([`OpMetricsJob::help`]) while they have nothing else to do; the lines' results
+/// are merged in line order ([`OpMetricsJob::finish`]), so the result does not depend on which
+/// thread took which line, nor on how many helped. The overview runs it beside the step
+/// grouping: one thread starts on the lines while the other groups steps, then joins in.
+pub struct OpMetricsJob<'a> {
+    p: &'a Profile,
+    source: Option<OpSource>,
+    k: Keys,
+    /// The HLO index when ops carry no framework op of their own (JAX name scopes), built by
+    /// the first thread that needs it, unless the caller gave one.
+    needs_hlo: bool,
+    hlo: std::sync::OnceLock<Option<HloIndex>>,
+    hlo_given: Option<&'a HloIndex>,
+    lines: Vec<(&'a Plane, &'a Line)>,
+    events: usize,
+    /// Line indices, most work first (the last lines taken are the shortest).
+    order: Vec<usize>,
+    next: std::sync::atomic::AtomicUsize,
+    parts: std::sync::Mutex<Vec<Option<Partial>>>,
+}
+
+impl<'a> OpMetricsJob<'a> {
+    pub fn new(p: &'a Profile) -> Self {
+        let k = Keys::new(p);
+        let needs_hlo = k.tf_op.is_none() && k.level0.is_none();
+        let (source, lines) = op_lines(p);
+        // The work of a line: its events, and the bytes of their stats (host threads of JAX
+        // profiles have lines of stat-less events, which cost little, next to lines of ops
+        // with several stats each).
+        let costs: Vec<usize> = lines
+            .iter()
+            .map(|(_, l)| l.events.len() * 8 + l.events.stats_bytes())
+            .collect();
+        let mut order: Vec<usize> = (0..lines.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(costs[i]));
+        let events = lines.iter().map(|(_, l)| l.events.len()).sum();
+        let parts = std::sync::Mutex::new((0..lines.len()).map(|_| None).collect());
+        OpMetricsJob {
+            p,
+            source,
+            k,
+            needs_hlo,
+            hlo: std::sync::OnceLock::new(),
+            hlo_given: None,
+            lines,
+            events,
+            order,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            parts,
+        }
+    }
+
+    fn hlo(&self) -> Option<&HloIndex> {
+        if !self.needs_hlo {
+            return None;
+        }
+        match self.hlo_given {
+            Some(h) => Some(h),
+            None => self.hlo.get_or_init(|| Some(hlo_index(self.p))).as_ref(),
+        }
+    }
+
+    /// Aggregates lines nobody has taken yet, until none is left.
+    pub fn help(&self) {
+        loop {
+            let at = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&i) = self.order.get(at) else {
+                return;
+            };
+            let part = partial_metrics(
+                self.p,
+                self.source,
+                &self.k,
+                self.hlo(),
+                &self.lines[i..i + 1],
+            );
+            if let Ok(mut parts) = self.parts.lock() {
+                parts[i] = Some(part);
+            }
+        }
+    }
+
+    /// Aggregates what is left on this thread and merges the lines' results.
+    pub fn finish(self) -> OpMetricsDb {
+        self.help();
+        let source = self.source;
+        let parts: Vec<Partial> = match self.parts.into_inner() {
+            Ok(parts) => parts.into_iter().flatten().collect(),
+            // A helper panicked holding the lock (its panic reached its caller already).
+            Err(poisoned) => poisoned.into_inner().into_iter().flatten().collect(),
+        };
+        merge_partials(source, parts)
+    }
+}
+
+/// Merges the lines' results in line order.
+fn merge_partials(source: Option<OpSource>, parts: Vec<Partial>) -> OpMetricsDb {
     // Merge in line order: the first part's ops first, each op keeping its first occurrence's
     // program, category and source.
     let mut index: HashMap<MergeKey, usize> = HashMap::new();
     let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
-    for part in [pa, pb] {
+    for part in parts {
         for (key, m, devs) in part.metrics {
             match index.get(&key) {
                 Some(&i) => {
@@ -858,5 +914,28 @@ mod tests {
             framework_of("jit(f)/jit(main)/add"),
             ("add".to_string(), "jit(f)/jit(main)/add".to_string())
         );
+    }
+
+    #[test]
+    fn the_result_does_not_depend_on_who_takes_which_line() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
+        );
+        let p = crate::load::load_path(std::path::Path::new(path), xlens_store::Format::XSpace)
+            .expect("fixture");
+        let json = |db: &OpMetricsDb| serde_json::to_string(db).expect("json");
+        // Everything on one thread, in line order of work.
+        let alone = OpMetricsJob::new(&p).finish();
+        assert!(alone.ops.len() > 10, "{} ops", alone.ops.len());
+        // Two threads taking lines from the queue.
+        let job = OpMetricsJob::new(&p);
+        assert!(job.lines.len() > 1);
+        crate::par::join(|| job.help(), || job.help());
+        assert_eq!(json(&job.finish()), json(&alone));
+        // The lines taken in the opposite order.
+        let mut job = OpMetricsJob::new(&p);
+        job.order.reverse();
+        assert_eq!(json(&job.finish()), json(&alone));
     }
 }

@@ -6,7 +6,7 @@ use xlens_model::Profile;
 use xlens_store::Session;
 
 use crate::device::{device_info, DeviceInfo};
-use crate::op_metrics::{host_framework_ops, op_metrics_one_thread, OpMetric};
+use crate::op_metrics::{host_framework_ops, OpMetric, OpMetricsJob};
 use crate::ops::OpSource;
 use crate::step_db::{step_db_prepare, Category, StepDb, StepRow, Summary, CATEGORIES};
 use crate::tools::Loader;
@@ -124,20 +124,26 @@ fn ms(ps: i64) -> String {
 pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
     // Steps and op metrics are independent passes over the events. The step grouping's first
     // half uses both cores by itself; its second half is sequential, so the op metrics run
-    // alongside it on one thread (on the 49 MB JAX profile the two sides take about as long;
-    // the op metrics' own two threads made three threads on two cores, and the grouping then
-    // finished alone: 10 ms later).
+    // alongside it: one thread takes op lines while the other groups steps, then joins in on
+    // the lines left (no third thread competing for two cores, and neither side waits for the
+    // other: on the 49 MB JAX profile they take about as long, one or the other longer from
+    // run to run).
     let prep = step_db_prepare(p);
-    let (db, (dev, ops, (host_ops, _))) = crate::par::join(
-        || prep.finish(),
+    let ops = OpMetricsJob::new(p);
+    let (db, (dev, (host_ops, _))) = crate::par::join(
         || {
-            (
-                device_info(p),
-                op_metrics_one_thread(p),
-                host_framework_ops(p),
-            )
+            let db = prep.finish();
+            ops.help();
+            db
+        },
+        || {
+            let dev = device_info(p);
+            let host_ops = host_framework_ops(p);
+            ops.help();
+            (dev, host_ops)
         },
     );
+    let ops = ops.finish();
     let db: StepDb = db;
     let on_device = matches!(
         ops.source,
