@@ -333,8 +333,12 @@ fn flow_slot(key: StrId) -> u8 {
 /// integer removes it (as readers of the stats see them).
 #[derive(Default)]
 struct EventFlow {
-    v: [u64; 4],
+    /// By slot ([`flow_slot`]): entry 0 takes the values of other keys, never read.
+    v: [u64; 8],
     set: u8,
+    /// Values still held as their varint's bytes ([`EventFlow::put_raw`]), decoded only for
+    /// the flow ends that are complete.
+    raw: u8,
 }
 
 impl EventFlow {
@@ -343,10 +347,32 @@ impl EventFlow {
         let i = (slot - 1) as usize;
         match v {
             Some(x) => {
-                self.v[i & 3] = x;
+                self.v[(i + 1) & 7] = x;
                 self.set |= 1 << i;
+                self.raw &= !(1 << i);
             }
             None => self.set &= !(1 << i),
+        }
+    }
+
+    /// [`EventFlow::put`] of an integer given as the bytes of its varint (up to 8), for any
+    /// key: slot 0 (not a flow key) changes nothing that is read. No branch: it runs for every
+    /// stat the decoder copies through.
+    #[inline(always)]
+    fn put_raw(&mut self, slot: u8, raw: u64) {
+        const BIT: [u8; 8] = [0, 1, 2, 4, 8, 0, 0, 0];
+        let b = BIT[(slot & 7) as usize];
+        self.v[(slot & 7) as usize] = raw;
+        self.set |= b;
+        self.raw |= b;
+    }
+
+    #[inline(always)]
+    fn value(&self, i: usize) -> u64 {
+        if self.raw & (1 << i) != 0 {
+            varint_value(self.v[(i + 1) & 7])
+        } else {
+            self.v[(i + 1) & 7]
         }
     }
 
@@ -359,8 +385,8 @@ impl EventFlow {
         }
         for (consumer, id, ty) in [(false, 0, 1), (true, 2, 3)] {
             if self.set & (1 << id) != 0 && self.set & (1 << ty) != 0 {
-                match u32::try_from(self.v[ty]) {
-                    Ok(t) => b.flow(consumer, t, self.v[id]),
+                match u32::try_from(self.value(ty)) {
+                    Ok(t) => b.flow(consumer, t, self.value(id)),
                     Err(_) => b.unlist_flows(),
                 }
             }
@@ -724,18 +750,25 @@ fn stat_fast(
         return false;
     }
     match *tag {
-        0x18 => encode_int_raw(out, pk, false, raw, n as u8),
-        0x20 => encode_int_raw(out, pk, true, raw, n as u8),
+        0x18 => {
+            encode_int_raw(out, pk, false, raw, n as u8);
+            flow.put_raw(*fs, raw);
+        }
+        0x20 => {
+            encode_int_raw(out, pk, true, raw, n as u8);
+            flow.put_raw(*fs, raw);
+        }
         // A reference to another one-byte stat metadata id.
         0x38 => match (n, ctx.fast.get(rest[0] as usize)) {
-            (1, Some(Some((_, target, _)))) => encode_ref_pre(out, pk, target),
+            (1, Some(Some((_, target, _)))) => {
+                encode_ref_pre(out, pk, target);
+                if *fs != 0 {
+                    flow.put(*fs, None);
+                }
+            }
             _ => return false,
         },
         _ => return false,
-    }
-    if *fs != 0 {
-        let v = (*tag != 0x38).then(|| varint_value(raw));
-        flow.put(*fs, v);
     }
     keys.add(*key as i64);
     true
