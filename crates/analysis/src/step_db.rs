@@ -244,15 +244,6 @@ const TF_DATA_FUNCS: [&str; 4] = [
     "InstantiatedCapturedFunction::RunAsync",
 ];
 
-fn as_u64(v: StatValue) -> Option<u64> {
-    match v {
-        StatValue::I64(x) => Some(x as u64),
-        StatValue::U64(x) => Some(x),
-        StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
-        _ => None,
-    }
-}
-
 // What a stat key means to grouping (`Keys::slots`); 0: nothing.
 const S_R: u8 = 1;
 const S_A: u8 = 2;
@@ -398,7 +389,7 @@ fn scan_stats(k: &Keys, stats: xlens_model::Stats<'_>, f: &mut Flow) -> bool {
                 None
             }
         },
-        |slot, v| f.put(slot, as_u64(v)),
+        |slot, v| f.put(slot, v.as_id_bits()),
     );
     rare
 }
@@ -412,8 +403,8 @@ fn read_ctx(k: &Keys, stats: xlens_model::Stats<'_>, c: &mut Ctx) {
             match slot {
                 S_R => c.r = v.as_i64(),
                 S_A => c.a = v.as_i64().unwrap_or(0) != 0,
-                S_CORR => c.corr = as_u64(v),
-                S_ID => c.id = as_u64(v),
+                S_CORR => c.corr = v.as_id_bits(),
+                S_ID => c.id = v.as_id_bits(),
                 S_ITER => c.iter_num = v.as_i64(),
                 S_STEP => c.step_num = v.as_i64(),
                 S_GRAPH => c.graph_type = Some(v),
@@ -615,7 +606,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
                     pid: k
                         .process_id
                         .and_then(|key| plane.stats().get(key))
-                        .and_then(as_u64)
+                        .and_then(|v| v.as_id_bits())
                         .unwrap_or(0),
                 }
             })
@@ -879,21 +870,20 @@ fn flatten_line(
         stack.push((s, e, i as u32));
     }
     if let Some(t) = table {
-        for x in &t.producers {
-            let tp = part.flow_type(x.ty as u64, plane_pid);
-            part.prods.push(FlowEnd {
-                tp,
-                id: x.id,
-                g: base + x.event,
-            });
-        }
-        for x in &t.consumers {
-            let tp = part.flow_type(x.ty as u64, plane_pid);
-            part.cons.push(FlowEnd {
-                tp,
-                id: x.id,
-                g: base + x.event,
-            });
+        for (list, consumer) in [(&t.producers, false), (&t.consumers, true)] {
+            for x in list {
+                let tp = part.flow_type(x.ty as u64, plane_pid);
+                let end = FlowEnd {
+                    tp,
+                    id: x.id,
+                    g: base + x.event,
+                };
+                if consumer {
+                    part.cons.push(end);
+                } else {
+                    part.prods.push(end);
+                }
+            }
         }
     }
     // Last descendant, children before parents.

@@ -36,6 +36,17 @@ pub enum StatValue {
 }
 
 impl StatValue {
+    /// The value as the 64 bits of an integer (an integral float through `i64`), as ids such
+    /// as flow ids are read; `None` for other values.
+    pub fn as_id_bits(&self) -> Option<u64> {
+        match *self {
+            StatValue::I64(x) => Some(x as u64),
+            StatValue::U64(x) => Some(x),
+            StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
+            _ => None,
+        }
+    }
+
     /// The value as a signed integer when it is numeric and integral.
     pub fn as_i64(&self) -> Option<i64> {
         match *self {

@@ -395,17 +395,6 @@ impl EventFlow {
     }
 }
 
-/// A stat value as flow readers take it: integers as their 64 bits, integral floats through
-/// `i64`, anything else none.
-fn flow_value(v: StatValue) -> Option<u64> {
-    match v {
-        StatValue::I64(x) => Some(x as u64),
-        StatValue::U64(x) => Some(x),
-        StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
-        _ => None,
-    }
-}
-
 /// The value of a varint of up to 8 bytes held as the low bytes of `raw`.
 #[inline(always)]
 fn varint_value(raw: u64) -> u64 {
@@ -869,7 +858,7 @@ fn event_stat<S: Side>(
     };
     let fs = flow_slot(k);
     if fs != 0 {
-        flow.put(fs, flow_value(v));
+        flow.put(fs, v.as_id_bits());
     }
     encode_stat(b.stats_buf(), k, v);
     Ok(true)
