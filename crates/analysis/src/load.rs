@@ -35,3 +35,13 @@ pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, Load
 pub fn decode_bytes(bytes: &xlens_store::FileBytes) -> Result<Profile, xlens_xspace::DecodeError> {
     xlens_xspace::decode_with(bytes.bytes(), &|start, end| bytes.release_range(start, end))
 }
+
+/// The small real JAX CPU profile committed under `fixtures/`, for unit tests.
+#[cfg(test)]
+pub(crate) fn jax_fixture() -> Profile {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
+    );
+    load_path(std::path::Path::new(path), Format::XSpace).expect("the committed JAX fixture")
+}

@@ -918,12 +918,7 @@ mod tests {
 
     #[test]
     fn the_result_does_not_depend_on_who_takes_which_line() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
-        );
-        let p = crate::load::load_path(std::path::Path::new(path), xlens_store::Format::XSpace)
-            .expect("fixture");
+        let p = crate::load::jax_fixture();
         let json = |db: &OpMetricsDb| serde_json::to_string(db).expect("json");
         // Everything on one thread, in line order of work.
         let alone = OpMetricsJob::new(&p).finish();

@@ -1798,12 +1798,7 @@ mod tests {
 
     #[test]
     fn flattening_from_the_flow_lists_equals_reading_the_stats() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
-        );
-        let p = crate::load::load_path(std::path::Path::new(path), xlens_store::Format::XSpace)
-            .expect("fixture");
+        let p = crate::load::jax_fixture();
         let k = Keys::new(&p);
         let listed = p
             .planes
