@@ -249,10 +249,19 @@ impl Events {
         }
     }
 
-    /// Shifts every start by `delta` picoseconds.
+    /// Shifts every start by `delta` picoseconds (saturating at the ends of the `i64` range).
     pub fn shift(&mut self, delta: i64) {
-        for s in &mut self.start {
-            *s = s.saturating_add(delta);
+        // Starts are sorted: when neither end overflows no start does, and a plain add (which
+        // vectorises) gives what the saturating one would.
+        let fits = |s: Option<&i64>| s.is_none_or(|s| s.checked_add(delta).is_some());
+        if fits(self.start.first()) && fits(self.start.last()) {
+            for s in &mut self.start {
+                *s = s.wrapping_add(delta);
+            }
+        } else {
+            for s in &mut self.start {
+                *s = s.saturating_add(delta);
+            }
         }
     }
 }

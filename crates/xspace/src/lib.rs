@@ -134,7 +134,13 @@ fn decode_inner(
         }));
     }
     let mut prof = d.prof;
-    place_lines_on_one_axis(&mut prof, &mut d.warn);
+    // Callers that ask for parallel decoding of everything (tests) get parallel placing too.
+    let place_min = if d.parallel_min_bytes == 0 {
+        0
+    } else {
+        PARALLEL_PLACE_EVENTS
+    };
+    place_lines_on_one_axis(&mut prof, &mut d.warn, d.threads, place_min);
     prof.import_warnings = d.warn.into_messages();
     Ok(prof)
 }
@@ -181,7 +187,16 @@ const NORMALIZED_BELOW_NS: i64 = 1_000_000_000_000_000;
 ///
 /// Current TSL profilers write line timestamps relative to the session start (recorded as
 /// `profile_start_time` on the `Task Environment` plane); older ones wrote wall-clock times.
-fn place_lines_on_one_axis(prof: &mut Profile, warn: &mut Warnings) {
+///
+/// Each line is moved once, by its offset from the earliest line and the earliest event
+/// together, lines shared between `threads` when there are `parallel_min_events` or more (the
+/// starts of a large profile are tens of MB).
+fn place_lines_on_one_axis(
+    prof: &mut Profile,
+    warn: &mut Warnings,
+    threads: usize,
+    parallel_min_events: usize,
+) {
     let origin_ns = prof
         .planes
         .iter()
@@ -190,21 +205,23 @@ fn place_lines_on_one_axis(prof: &mut Profile, warn: &mut Warnings) {
         .map(|l| l.timestamp_ns)
         .min()
         .unwrap_or(0);
-    for plane in &mut prof.planes {
-        for line in &mut plane.lines {
-            if line.events.is_empty() {
-                continue;
-            }
-            let delta = (line.timestamp_ns as i128 - origin_ns as i128) * 1000;
-            match i64::try_from(delta) {
-                Ok(d) => line.events.shift(d),
-                Err(_) => warn.clamped_lines.push(format!(
-                    "line `{}` starts at {} ns, too far from the profile's other lines (earliest {} ns) to share a picosecond time axis; its events are placed at their offsets from the profile start",
-                    prof.strings.get(line.name),
-                    line.timestamp_ns,
-                    origin_ns
-                )),
-            }
+    // Each line's offset on the common axis (`None`: too far from the others to share it; its
+    // events stay at their offsets from the profile start).
+    let mut offsets: Vec<Option<i64>> = Vec::new();
+    for line in prof.planes.iter().flat_map(|p| p.lines.iter()) {
+        if line.events.is_empty() {
+            offsets.push(None);
+            continue;
+        }
+        let delta = (line.timestamp_ns as i128 - origin_ns as i128) * 1000;
+        offsets.push(i64::try_from(delta).ok());
+        if i64::try_from(delta).is_err() {
+            warn.clamped_lines.push(format!(
+                "line `{}` starts at {} ns, too far from the profile's other lines (earliest {} ns) to share a picosecond time axis; its events are placed at their offsets from the profile start",
+                prof.strings.get(line.name),
+                line.timestamp_ns,
+                origin_ns
+            ));
         }
     }
     prof.origin_ps = origin_ns as i128 * 1000;
@@ -222,8 +239,69 @@ fn place_lines_on_one_axis(prof: &mut Profile, warn: &mut Warnings) {
             prof.origin_is_wall_clock = true;
         }
     }
-    prof.normalize_origin();
+    // The earliest start once the lines are placed (a line's first: starts are sorted) becomes
+    // the axis's 0.
+    let lines = prof.planes.iter_mut().flat_map(|p| p.lines.iter_mut());
+    let jobs: Vec<(&mut xlens_model::Events, Option<i64>)> = lines
+        .zip(offsets)
+        .map(|(l, d)| (&mut l.events, d))
+        .filter(|(ev, _)| !ev.is_empty())
+        .collect();
+    let Some(min) = jobs
+        .iter()
+        .filter_map(|(ev, d)| Some(ev.starts().first()?.saturating_add(d.unwrap_or(0))))
+        .min()
+    else {
+        return;
+    };
+    prof.origin_ps += min as i128;
+    let place = |ev: &mut xlens_model::Events, d: Option<i64>| {
+        let d = d.unwrap_or(0);
+        // One pass when no start saturates on the way (then the sum is exact).
+        let (first, last) = (ev.starts()[0], ev.starts()[ev.len() - 1]);
+        let exact = first.checked_add(d).is_some()
+            && last
+                .checked_add(d)
+                .and_then(|l| l.checked_sub(min))
+                .is_some();
+        match i64::try_from(d as i128 - min as i128) {
+            Ok(both) if exact => ev.shift(both),
+            _ => {
+                ev.shift(d);
+                match min.checked_neg() {
+                    Some(x) => ev.shift(x),
+                    // `-i64::MIN` does not fit: the same amount in two steps.
+                    None => {
+                        ev.shift(i64::MAX);
+                        ev.shift(1);
+                    }
+                }
+            }
+        }
+    };
+    let events: usize = jobs.iter().map(|j| j.0.len()).sum();
+    if threads > 1 && events >= parallel_min_events && jobs.len() > 1 {
+        let costs: Vec<usize> = jobs.iter().map(|j| j.0.len()).collect();
+        let side = xlens_model::balance::two_way_split(&costs);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (j, in_a) in jobs.into_iter().zip(side) {
+            if in_a {
+                a.push(j);
+            } else {
+                b.push(j);
+            }
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| a.into_iter().for_each(|(ev, d)| place(ev, d)));
+            b.into_iter().for_each(|(ev, d)| place(ev, d));
+        });
+    } else {
+        jobs.into_iter().for_each(|(ev, d)| place(ev, d));
+    }
 }
+
+/// Profiles with fewer events have their lines placed on one thread.
+const PARALLEL_PLACE_EVENTS: usize = 1 << 18;
 
 /// Maps producer ids to dense indices or interned names.
 enum IdMap {
@@ -1116,4 +1194,107 @@ fn decode_lines_parallel<'a>(
         }
     });
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlens_model::{EventsBuilder, Line, Plane};
+
+    /// A profile of one plane whose lines have these timestamps and event starts.
+    fn profile(lines: &[(i64, Vec<i64>)]) -> Profile {
+        let mut plane = Plane::default();
+        for (ts, starts) in lines {
+            let mut b = EventsBuilder::default();
+            for &s in starts {
+                b.push(s, 1, 0);
+            }
+            plane.lines.push(Line {
+                timestamp_ns: *ts,
+                events: b.finish(),
+                ..Default::default()
+            });
+        }
+        Profile {
+            planes: vec![plane],
+            ..Default::default()
+        }
+    }
+
+    /// What placing means, step by step: each line moved by its offset from the earliest line
+    /// (saturating; lines too far to share the axis stay), then every line moved so that the
+    /// earliest event is at 0.
+    fn placed_by_definition(lines: &[(i64, Vec<i64>)]) -> (Vec<Vec<i64>>, i128) {
+        let origin = lines
+            .iter()
+            .filter(|l| !l.1.is_empty())
+            .map(|l| l.0)
+            .min()
+            .unwrap_or(0);
+        let mut out: Vec<Vec<i64>> = lines
+            .iter()
+            .map(|(ts, starts)| {
+                let mut v = starts.clone();
+                v.sort_unstable();
+                if let Ok(d) = i64::try_from((*ts as i128 - origin as i128) * 1000) {
+                    v.iter_mut().for_each(|s| *s = s.saturating_add(d));
+                }
+                v
+            })
+            .collect();
+        let min = out
+            .iter()
+            .filter_map(|v| v.first().copied())
+            .min()
+            .unwrap_or(0);
+        for v in &mut out {
+            for s in v.iter_mut() {
+                *s = match min.checked_neg() {
+                    Some(x) => s.saturating_add(x),
+                    None => s.saturating_add(i64::MAX).saturating_add(1),
+                };
+            }
+        }
+        (out, origin as i128 * 1000 + min as i128)
+    }
+
+    #[test]
+    fn one_pass_placing_equals_the_two_steps() {
+        let big = i64::MAX / 1000;
+        let cases: Vec<Vec<(i64, Vec<i64>)>> = vec![
+            vec![(100, vec![0, 7]), (105, vec![3, 9_000]), (0, vec![])],
+            vec![(0, vec![5_000]), (1_700_000_000_000_000_000, vec![7_000])],
+            vec![(0, vec![i64::MIN, i64::MAX]), (0, vec![0])],
+            vec![(i64::MAX, vec![i64::MIN, 0]), (0, vec![i64::MAX])],
+            vec![(i64::MIN, vec![-1, i64::MAX]), (0, vec![5])],
+            vec![(-5, vec![i64::MIN + 1]), (0, vec![i64::MIN])],
+            vec![
+                (big, vec![i64::MAX - 10, 3]),
+                (0, vec![-4, 1]),
+                (big / 2, vec![0]),
+            ],
+            vec![
+                (3, vec![-20, 40]),
+                (1, vec![i64::MAX - 1_000]),
+                (2, vec![10]),
+            ],
+            // Saturates on the first step, comes back down on the second.
+            vec![(1, vec![i64::MAX - 10, 0]), (0, vec![500])],
+        ];
+        for lines in &cases {
+            let (want, origin) = placed_by_definition(lines);
+            for threads in [1, 2] {
+                let mut p = profile(lines);
+                place_lines_on_one_axis(&mut p, &mut Warnings::default(), threads, 0);
+                let got: Vec<Vec<i64>> = p.planes[0]
+                    .lines
+                    .iter()
+                    .map(|l| l.events.starts().to_vec())
+                    .collect();
+                assert_eq!(got, want, "{lines:?} on {threads} threads");
+                // The wall-clock origin moves with the events (for lines on the axis).
+                assert_eq!(p.origin_ps, origin, "{lines:?}");
+            }
+        }
+    }
 }
