@@ -50,6 +50,37 @@ impl StepTable {
     }
 }
 
+/// A step table's figures without its rows: the run-level copy of the first host's table
+/// (the rows are in that host's entry, `hosts[i].steps.rows`; a run of many steps would
+/// otherwise print them twice).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepFigures {
+    pub count: usize,
+    pub mean_ps: i64,
+    pub std_dev_ps: i64,
+    pub min_ps: i64,
+    pub max_ps: i64,
+    pub summary: Summary,
+    pub mean_breakdown_ps: Vec<i64>,
+    /// Which host's table these are (an index into `hosts`), where its rows are.
+    pub host_index: usize,
+}
+
+impl StepFigures {
+    fn of(t: &StepTable, host_index: usize) -> StepFigures {
+        StepFigures {
+            count: t.count,
+            mean_ps: t.mean_ps,
+            std_dev_ps: t.std_dev_ps,
+            min_ps: t.min_ps,
+            max_ps: t.max_ps,
+            summary: t.summary,
+            mean_breakdown_ps: t.mean_breakdown_ps.clone(),
+            host_index,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Placement {
     /// Framework/host op occurrences on the host and ops on the device.
@@ -103,9 +134,10 @@ pub struct Overview {
     /// Device planes that recorded events, over all hosts.
     pub devices_participated: usize,
     pub categories: &'static [Category],
-    /// The first host's steps (what `xlens report` shows per host), for convenience.
-    pub steps: Option<StepTable>,
-    pub steps_all: Option<StepTable>,
+    /// The figures of the first host that loaded (what `xlens report` shows per host), for
+    /// convenience; its per-step rows are in its entry of `hosts`.
+    pub steps: Option<StepFigures>,
+    pub steps_all: Option<StepFigures>,
     pub hosts: Vec<HostOverview>,
 }
 
@@ -339,7 +371,8 @@ pub fn overview(sessions: &[Session], load: &mut Loader<'_>) -> Overview {
             });
         }
     }
-    let first = hosts.iter().find(|h| h.error.is_none());
+    let first_index = hosts.iter().position(|h| h.error.is_none());
+    let first = first_index.and_then(|i| hosts.get(i));
     Overview {
         run,
         host_count: hosts.len(),
@@ -353,8 +386,12 @@ pub fn overview(sessions: &[Session], load: &mut Loader<'_>) -> Overview {
             .map(|d| d.active)
             .sum(),
         categories: CATEGORIES,
-        steps: first.map(|h| h.steps.clone()),
-        steps_all: first.map(|h| h.steps_all.clone()),
+        steps: first
+            .zip(first_index)
+            .map(|(h, i)| StepFigures::of(&h.steps, i)),
+        steps_all: first
+            .zip(first_index)
+            .map(|(h, i)| StepFigures::of(&h.steps_all, i)),
         hosts,
     }
 }

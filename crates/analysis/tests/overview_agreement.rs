@@ -293,6 +293,21 @@ fn tools_run_on_every_fixture() {
                     out.json().unwrap()["steps_all"]["count"].as_u64()
                         >= out.json().unwrap()["steps"]["count"].as_u64()
                 );
+                // The run's figures are its first host's; the rows are in that host's entry
+                // only.
+                let v = out.json().unwrap();
+                for table in ["steps", "steps_all"] {
+                    let run = &v[table];
+                    let host = &v["hosts"][run["host_index"].as_u64().unwrap() as usize][table];
+                    assert!(run.get("rows").is_none(), "{table}");
+                    assert_eq!(run["count"], host["count"], "{table}");
+                    assert_eq!(run["mean_ps"], host["mean_ps"], "{table}");
+                    assert_eq!(
+                        host["rows"].as_array().unwrap().len() as u64,
+                        host["count"].as_u64().unwrap(),
+                        "{table}"
+                    );
+                }
             }
         }
     }
