@@ -923,11 +923,16 @@ fn join_flows(prods: &[FlowEnd], cons: &[FlowEnd], links: &mut Vec<(u32, u32)>) 
             }
         }
     }
-    // Consumers come in event order, their keys mostly rising: search from the last position.
-    let mut pos = 0;
+    // Consumers come in event order, the ids of each flow type mostly rising: search from the
+    // last position of the consumer's type. (Lines interleave flow types: JAX CPU op threads
+    // switch between two types tens of thousands of times, and one position for all made each
+    // switch a search across the whole list.)
+    let types = cons.iter().map(|c| c.tp as usize + 1).max().unwrap_or(0);
+    let mut last_pos = vec![0usize; types];
     for c in cons {
         let key = c.key();
-        pos = lower_bound_near(prods, pos, key);
+        let pos = lower_bound_near(prods, last_pos[c.tp as usize], key);
+        last_pos[c.tp as usize] = pos;
         if big.get(&key).is_some_and(|&n| n >= 64) {
             continue;
         }
