@@ -28,6 +28,11 @@ pub struct StepTable {
 
 impl StepTable {
     pub fn of(rows: &[StepRow]) -> StepTable {
+        Self::from_rows(rows.to_vec())
+    }
+
+    /// [`StepTable::of`] rows the caller gives up.
+    pub fn from_rows(rows: Vec<StepRow>) -> StepTable {
         let s = Summary::of(&rows.iter().map(|r| r.duration_ps).collect::<Vec<_>>());
         let n = rows.len().max(1) as i64;
         StepTable {
@@ -45,7 +50,7 @@ impl StepTable {
                         / n
                 })
                 .collect(),
-            rows: rows.to_vec(),
+            rows,
         }
     }
 }
@@ -162,11 +167,13 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
     // run to run).
     let prep = step_db_prepare(p);
     let ops = OpMetricsJob::new(p);
-    let (db, (dev, (host_ops, _))) = crate::par::join(
+    let ((db, steps, steps_all), (dev, (host_ops, _))) = crate::par::join(
         || {
-            let db = prep.finish();
+            let mut db: StepDb = prep.finish();
+            let steps = StepTable::from_rows(std::mem::take(&mut db.steps));
+            let steps_all = StepTable::from_rows(std::mem::take(&mut db.steps_all));
             ops.help();
-            db
+            (db, steps, steps_all)
         },
         || {
             let dev = device_info(p);
@@ -176,7 +183,6 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         },
     );
     let ops = ops.finish();
-    let db: StepDb = db;
     let on_device = matches!(
         ops.source,
         Some(OpSource::DeviceXlaOps) | Some(OpSource::GpuStreams)
@@ -223,8 +229,6 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         (Some(r), Some(pk)) if pk > 0.0 => Some(pct(r, pk)),
         _ => None,
     };
-    let steps = StepTable::of(&db.steps);
-    let steps_all = StepTable::of(&db.steps_all);
     let mut rec = Vec::new();
     if steps.count > 0 {
         let total: i64 = steps.rows.iter().map(|r| r.duration_ps).sum();

@@ -438,7 +438,16 @@ struct Flows {
     /// (flow type, process id) of each `tp`.
     types: Vec<(u64, u64)>,
     prods: Vec<FlowEnd>,
-    cons: Vec<FlowEnd>,
+    /// Per line, in line order (the lines' own lists, not copied into one: megabytes of fresh
+    /// memory on large profiles).
+    cons: Vec<Vec<FlowEnd>>,
+}
+
+impl Flows {
+    /// The consumers, in event order.
+    fn consumers(&self) -> impl Iterator<Item = &FlowEnd> + Clone {
+        self.cons.iter().flatten()
+    }
 }
 
 /// A flat index of the events that take part in grouping (every event of every non-TPU plane,
@@ -703,13 +712,13 @@ struct Unmerged<'a> {
 
 impl<'a> Unmerged<'a> {
     fn merge(self) -> Flat<'a> {
-        let parts = self.parts;
+        let mut parts = self.parts;
         Flat {
             p: self.p,
             lines: self.lines,
             n: self.n,
             ctxs: parts.iter().flat_map(|x| x.ctxs.iter().copied()).collect(),
-            flows: merge_flows(&parts),
+            flows: merge_flows(&mut parts),
             nest_parent: self.nest_parent,
             last_desc: self.last_desc,
             group: vec![NONE; self.n],
@@ -721,8 +730,8 @@ impl<'a> Unmerged<'a> {
 /// The flow ends of all lines, with one table of flow types: producers sorted, consumers in event
 /// order. Each thread writes the flows of one type with growing ids, so after a partition by type
 /// the producers are a few sorted runs (one per thread), which the run-merging stable sort orders
-/// in a few linear passes.
-fn merge_flows(parts: &[LinePart]) -> Flows {
+/// in a few linear passes. The consumers are taken from the lines' parts.
+fn merge_flows(parts: &mut [LinePart]) -> Flows {
     let mut types: Vec<(u64, u64)> = parts.iter().flat_map(|x| x.types.iter().copied()).collect();
     types.sort_unstable();
     types.dedup();
@@ -755,12 +764,12 @@ fn merge_flows(parts: &[LinePart]) -> Flows {
     for w in start.windows(2) {
         prods[w[0]..w[1]].sort();
     }
-    let mut cons = Vec::with_capacity(parts.iter().map(|x| x.cons.len()).sum());
-    for (part, map) in parts.iter().zip(&maps) {
-        cons.extend(part.cons.iter().map(|e| FlowEnd {
-            tp: map[e.tp as usize],
-            ..*e
-        }));
+    let mut cons = Vec::with_capacity(parts.len());
+    for (part, map) in parts.iter_mut().zip(&maps) {
+        for e in &mut part.cons {
+            e.tp = map[e.tp as usize];
+        }
+        cons.push(std::mem::take(&mut part.cons));
     }
     Flows { types, prods, cons }
 }
@@ -904,7 +913,11 @@ fn flatten_line(
 
 /// Producer → consumer links between events with equal flow keys (`prods` sorted). Like XProf,
 /// every pair is linked unless both sides have 64 or more events with the key.
-fn join_flows(prods: &[FlowEnd], cons: &[FlowEnd], links: &mut Vec<(u32, u32)>) {
+fn join_flows<'c>(
+    prods: &[FlowEnd],
+    cons: impl Iterator<Item = &'c FlowEnd> + Clone,
+    links: &mut Vec<(u32, u32)>,
+) {
     // Keys with 64 or more producers link only if they have fewer than 64 consumers.
     let mut big: HashMap<(u32, u64), usize> = HashMap::default();
     let mut i = 0;
@@ -917,7 +930,7 @@ fn join_flows(prods: &[FlowEnd], cons: &[FlowEnd], links: &mut Vec<(u32, u32)>) 
         i += n;
     }
     if !big.is_empty() {
-        for c in cons {
+        for c in cons.clone() {
             if let Some(n) = big.get_mut(&c.key()) {
                 *n += 1;
             }
@@ -927,7 +940,7 @@ fn join_flows(prods: &[FlowEnd], cons: &[FlowEnd], links: &mut Vec<(u32, u32)>) 
     // last position of the consumer's type. (Lines interleave flow types: JAX CPU op threads
     // switch between two types tens of thousands of times, and one position for all made each
     // switch a search across the whole list.)
-    let types = cons.iter().map(|c| c.tp as usize + 1).max().unwrap_or(0);
+    let types = cons.clone().map(|c| c.tp as usize + 1).max().unwrap_or(0);
     let mut last_pos = vec![0usize; types];
     for c in cons {
         let key = c.key();
@@ -1113,7 +1126,7 @@ fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
             links.push((e, g));
         }
     }
-    join_flows(&flat.flows.prods, &flat.flows.cons, &mut links);
+    join_flows(&flat.flows.prods, flat.flows.consumers(), &mut links);
     tf_data_ids.sort_unstable();
     let is_tf_data = |c: &Ctx| {
         c.id.is_some_and(|id| tf_data_ids.binary_search(&id).is_ok())
@@ -1318,7 +1331,7 @@ fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<S
     }
     let mut async_child = HashSet::default();
     if stages {
-        for e in &flat.flows.cons {
+        for e in flat.flows.consumers() {
             let t = flat.flows.types[e.tp as usize].0;
             if async_parents.binary_search(&(t, e.id)).is_ok() {
                 async_child.insert(e.g);
@@ -1822,7 +1835,7 @@ mod tests {
         assert_eq!(a.flows.types, b.flows.types);
         assert_eq!(a.flows.prods, b.flows.prods);
         assert_eq!(a.flows.cons, b.flows.cons);
-        assert!(a.flows.prods.len() + a.flows.cons.len() >= listed);
+        assert!(a.flows.prods.len() + a.flows.consumers().count() >= listed);
         assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
         assert_eq!(a.nest_parent, b.nest_parent);
         assert_eq!(a.last_desc, b.last_desc);
@@ -1846,11 +1859,11 @@ mod tests {
             types: vec![(0, 7), (15, 8)],
             ..Default::default()
         };
-        let flows = merge_flows(&[a, b]);
+        let flows = merge_flows(&mut [a, b]);
         assert_eq!(flows.types, vec![(0, 7), (15, 7), (15, 8)]);
         assert!(flows.prods.windows(2).all(|w| w[0] <= w[1]));
         let mut links = Vec::new();
-        join_flows(&flows.prods, &flows.cons, &mut links);
+        join_flows(&flows.prods, flows.consumers(), &mut links);
         // (0,4) in line a's table is type (0,7): producers 3 and 4. (15,14) of process 8 has
         // producer 6; (15,20) of process 8 has none (producer 0 is process 7).
         assert_eq!(links, vec![(3, 5), (4, 5), (6, 10)]);
