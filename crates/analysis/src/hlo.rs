@@ -186,42 +186,50 @@ impl HloIndex {
     /// Finds a module by its producer name (`jit_f(123)`), else by module name (`jit_f`) when
     /// exactly one module has it, else by program id (decimal).
     pub fn find(&self, query: &str) -> Result<&HloModule, String> {
-        if let Some(m) = self.modules.iter().find(|m| m.name == query) {
-            return Ok(m);
-        }
-        let by_name: Vec<&HloModule> = self
-            .modules
-            .iter()
-            .filter(|m| m.module_name == query)
-            .collect();
-        match by_name.len() {
-            1 => return Ok(by_name[0]),
-            0 => {}
-            _ => {
-                return Err(format!(
-                    "`{query}` names {} modules; pick one of: {}",
-                    by_name.len(),
-                    by_name
-                        .iter()
-                        .map(|m| m.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            }
-        }
-        if let Ok(id) = query.parse::<u64>() {
-            if let Some(m) = self.modules.iter().find(|m| m.program_id == Some(id)) {
-                return Ok(m);
-            }
-        }
-        let mut names: Vec<&str> = self.modules.iter().map(|m| m.name.as_str()).collect();
-        names.sort_unstable();
-        Err(if names.is_empty() {
-            format!("no module `{query}`: the profile holds no HLO modules")
-        } else {
-            format!("no module `{query}`; modules: {}", names.join(", "))
+        find_module(&self.modules, query, |m| {
+            (m.name.as_str(), m.module_name.as_str(), m.program_id)
         })
     }
+}
+
+/// [`HloIndex::find`] over any list of modules, given each one's (program name, module name,
+/// program id).
+fn find_module<'m, M>(
+    modules: &'m [M],
+    query: &str,
+    names: impl Fn(&M) -> (&str, &str, Option<u64>),
+) -> Result<&'m M, String> {
+    if let Some(m) = modules.iter().find(|m| names(m).0 == query) {
+        return Ok(m);
+    }
+    let by_name: Vec<&M> = modules.iter().filter(|m| names(m).1 == query).collect();
+    match by_name.len() {
+        1 => return Ok(by_name[0]),
+        0 => {}
+        _ => {
+            return Err(format!(
+                "`{query}` names {} modules; pick one of: {}",
+                by_name.len(),
+                by_name
+                    .iter()
+                    .map(|m| names(m).0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    }
+    if let Ok(id) = query.parse::<u64>() {
+        if let Some(m) = modules.iter().find(|m| names(m).2 == Some(id)) {
+            return Ok(m);
+        }
+    }
+    let mut all: Vec<&str> = modules.iter().map(|m| names(m).0).collect();
+    all.sort_unstable();
+    Err(if all.is_empty() {
+        format!("no module `{query}`: the profile holds no HLO modules")
+    } else {
+        format!("no module `{query}`; modules: {}", all.join(", "))
+    })
 }
 
 /// Parses the program id from the `(...)` suffix of a program name: `jit_f(123)` → 123.
@@ -235,20 +243,36 @@ pub fn program_id_from_name(name: &str) -> Option<u64> {
 /// is listed in [`HloIndex::errors`].
 pub fn hlo_index(p: &Profile) -> HloIndex {
     let mut out = HloIndex::default();
+    for (name, program_id, bytes) in hlo_protos(p) {
+        let name = name.to_string();
+        match HloProto::decode(bytes) {
+            Ok(proto) => out.modules.push(HloModule::new(name, program_id, proto)),
+            Err(e) => out
+                .errors
+                .push(format!("module {name}: cannot decode its HloProto: {e}")),
+        }
+    }
+    out
+}
+
+/// The serialized HLO modules of a profile, in the order the producer wrote them: program name,
+/// program id, bytes. A program written twice (e.g. two metadata planes) is listed once, the
+/// first time.
+fn hlo_protos(p: &Profile) -> Vec<(&str, Option<u64>, &[u8])> {
+    let mut out = Vec::new();
     let (Some(hlo_key), Some(plane_name)) = (p.key(HLO_PROTO_STAT), p.key(METADATA_PLANE)) else {
         return out;
     };
     let pid_key = p.key(PROGRAM_ID_STAT);
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for plane in p.planes.iter().filter(|pl| pl.name == plane_name) {
         for md in &plane.event_metadata {
             let stats = md.stats();
             let Some(StatValue::Bytes(blob)) = stats.get(hlo_key) else {
                 continue;
             };
-            let name = p.str(md.name).to_string();
-            if !seen.insert(name.clone()) {
-                // The same program written twice (e.g. two metadata planes): keep the first.
+            let name = p.str(md.name);
+            if !seen.insert(name) {
                 continue;
             }
             let program_id = pid_key
@@ -259,16 +283,153 @@ pub fn hlo_index(p: &Profile) -> HloIndex {
                     StatValue::I64(i) => Some(i as u64),
                     _ => None,
                 })
-                .or_else(|| program_id_from_name(&name));
-            match HloProto::decode(p.blob(blob)) {
-                Ok(proto) => out.modules.push(HloModule::new(name, program_id, proto)),
-                Err(e) => out
-                    .errors
-                    .push(format!("module {name}: cannot decode its HloProto: {e}")),
-            }
+                .or_else(|| program_id_from_name(name));
+            out.push((name, program_id, p.blob(blob)));
         }
     }
     out
+}
+
+/// The framework op path (`metadata.op_name`: the JAX name-scope or TF op path) of every HLO
+/// instruction, by module, read straight from the serialized protos without decoding them (the
+/// op metrics need nothing else of the HLO, and decoding every module costs more than the
+/// metrics of a large profile's op lines). The names borrow the profile's bytes.
+#[derive(Debug, Default)]
+pub struct OpNames<'p> {
+    modules: Vec<ModuleOpNames<'p>>,
+}
+
+#[derive(Debug)]
+struct ModuleOpNames<'p> {
+    name: &'p str,
+    module_name: &'p str,
+    program_id: Option<u64>,
+    /// Instruction name -> non-empty op_name (the last instruction of a name wins, as in
+    /// [`HloModule`]).
+    by_instruction: HashMap<&'p str, &'p str>,
+}
+
+impl<'p> OpNames<'p> {
+    /// Reads every module of `p`; a module whose bytes do not read as an `HloProto` (in the
+    /// fields read here) is left out, as [`hlo_index`] leaves it out.
+    pub fn of(p: &'p Profile) -> OpNames<'p> {
+        let modules = hlo_protos(p)
+            .into_iter()
+            .filter_map(|(name, program_id, bytes)| {
+                let mut m = ModuleOpNames {
+                    name,
+                    module_name: "",
+                    program_id,
+                    by_instruction: HashMap::new(),
+                };
+                read_op_names(bytes, &mut m)?;
+                Some(m)
+            })
+            .collect();
+        OpNames { modules }
+    }
+
+    /// The op_name of `instruction` in the module `module` names (found as [`HloIndex::find`]
+    /// finds it); `None` when either is unknown or the op_name is empty.
+    pub fn op_name(&self, module: &str, instruction: &str) -> Option<&'p str> {
+        let m = find_module(&self.modules, module, |m| {
+            (m.name, m.module_name, m.program_id)
+        })
+        .ok()?;
+        m.by_instruction.get(instruction).copied()
+    }
+}
+
+/// Protobuf wire walking for [`read_op_names`]: the fields of a message as (number, value),
+/// where length-delimited values are their bytes; `None` on malformed bytes.
+fn pb_fields(mut b: &[u8]) -> impl Iterator<Item = Option<(u64, PbValue<'_>)>> {
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&x, rest) = b.split_first()?;
+            *b = rest;
+            v |= ((x & 0x7f) as u64) << shift;
+            if x < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if b.is_empty() || failed {
+            return None;
+        }
+        let field = (|| {
+            let tag = varint(&mut b)?;
+            let value = match tag & 7 {
+                0 => varint(&mut b).map(|_| PbValue::Other)?,
+                1 => b.get(8..).map(|rest| b = rest).map(|_| PbValue::Other)?,
+                2 => {
+                    let n = usize::try_from(varint(&mut b)?).ok()?;
+                    let (v, rest) = (b.get(..n)?, b.get(n..)?);
+                    b = rest;
+                    PbValue::Bytes(v)
+                }
+                5 => b.get(4..).map(|rest| b = rest).map(|_| PbValue::Other)?,
+                _ => return None,
+            };
+            Some((tag >> 3, value))
+        })();
+        failed = field.is_none();
+        Some(field)
+    })
+}
+
+enum PbValue<'a> {
+    Bytes(&'a [u8]),
+    /// A varint or fixed-width value (not read here).
+    Other,
+}
+
+/// Reads `HloProto.hlo_module` (1) -> `name` (1), `computations` (3) -> `instructions` (2) ->
+/// `name` (1), `metadata` (7) -> `op_name` (2). A message field written more than once merges
+/// (repeated fields append, scalars: the last wins), as protobuf decoding does.
+fn read_op_names<'p>(bytes: &'p [u8], m: &mut ModuleOpNames<'p>) -> Option<()> {
+    let text = |b: &'p [u8]| std::str::from_utf8(b).ok();
+    for f in pb_fields(bytes) {
+        let (1, PbValue::Bytes(module)) = f? else {
+            continue;
+        };
+        for f in pb_fields(module) {
+            match f? {
+                (1, PbValue::Bytes(b)) => m.module_name = text(b)?,
+                (3, PbValue::Bytes(comp)) => {
+                    for f in pb_fields(comp) {
+                        let (2, PbValue::Bytes(ins)) = f? else {
+                            continue;
+                        };
+                        let (mut name, mut op_name) = ("", "");
+                        for f in pb_fields(ins) {
+                            match f? {
+                                (1, PbValue::Bytes(b)) => name = text(b)?,
+                                (7, PbValue::Bytes(md)) => {
+                                    for f in pb_fields(md) {
+                                        if let (2, PbValue::Bytes(b)) = f? {
+                                            op_name = text(b)?;
+                                        }
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                        if op_name.is_empty() {
+                            m.by_instruction.remove(name);
+                        } else {
+                            m.by_instruction.insert(name, op_name);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(())
 }
 
 /// XLA's lowercase name of an element type (`f32`, `bf16`, `pred`, `s32`, `tuple`, ...).
@@ -627,6 +788,63 @@ pub fn stack_text(idx: &xlens_proto::xla::StackFrameIndexProto, frame_id: i32) -
 mod tests {
     use super::*;
     use xlens_proto::xla::TileProto;
+
+    #[test]
+    fn op_names_read_from_the_bytes_equal_the_decoded_modules() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/logdir/plugins/profile"
+        );
+        let mut checked = 0;
+        for run in [
+            "jax_mlp_small",
+            "jax_tfm_small",
+            "tf_keras_mlp_xla_small",
+            "tpu_inference",
+        ] {
+            for f in std::fs::read_dir(format!("{dir}/{run}")).unwrap() {
+                let path = f.unwrap().path();
+                let p = crate::load::load_path(&path, xlens_store::Format::XSpace).unwrap();
+                let idx = hlo_index(&p);
+                let names = OpNames::of(&p);
+                assert!(!idx.modules.is_empty(), "{run}");
+                assert_eq!(names.modules.len(), idx.modules.len(), "{run}");
+                for m in &idx.modules {
+                    let comps = m.proto.hlo_module.iter().flat_map(|x| &x.computations);
+                    for ins in comps.flat_map(|c| &c.instructions) {
+                        let want = m
+                            .instruction_by_name(&ins.name)
+                            .and_then(|i| i.metadata.as_ref())
+                            .map(|md| md.op_name.as_str())
+                            .filter(|n| !n.is_empty());
+                        // By program name, module name and program id, as modules are found.
+                        let mut queries = vec![m.name.clone()];
+                        if idx.find(&m.module_name).is_ok() {
+                            queries.push(m.module_name.clone());
+                        }
+                        queries.extend(m.program_id.map(|id| id.to_string()));
+                        for q in &queries {
+                            let want = idx.find(q).ok().and(want);
+                            assert_eq!(names.op_name(q, &ins.name), want, "{run} {q} {}", ins.name);
+                        }
+                        checked += usize::from(want.is_some());
+                    }
+                }
+                // Cut short anywhere, a module's bytes never panic the reader.
+                let (_, _, bytes) = hlo_protos(&p)[0];
+                for cut in (0..bytes.len()).step_by(97) {
+                    let mut m = ModuleOpNames {
+                        name: "",
+                        module_name: "",
+                        program_id: None,
+                        by_instruction: HashMap::new(),
+                    };
+                    let _ = read_op_names(&bytes[..cut], &mut m);
+                }
+            }
+        }
+        assert!(checked > 100, "{checked} instructions with an op name");
+    }
 
     fn arr(t: PrimitiveType, dims: &[i64], m2m: Option<&[i64]>) -> ShapeProto {
         ShapeProto {

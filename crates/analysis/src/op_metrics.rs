@@ -23,7 +23,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StatValue, StrId};
 
-use crate::hlo::{hlo_index, HloIndex};
+use crate::hlo::OpNames;
 use crate::ops::{op_lines, op_name, OpSource};
 
 /// One op (aggregated over its occurrences on all devices of a host).
@@ -227,7 +227,7 @@ fn partial_metrics(
     p: &Profile,
     source: Option<OpSource>,
     k: &Keys,
-    hlo: Option<&HloIndex>,
+    hlo: Option<&OpNames<'_>>,
     lines: &[(&Plane, &Line)],
 ) -> Partial {
     // HLO op_name per (module, op), as an index into `hlo_names` (computed once per op).
@@ -429,16 +429,6 @@ pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     job.finish()
 }
 
-/// [`op_metrics`] for a caller that has the profile's HLO index already.
-pub fn op_metrics_with_hlo(p: &Profile, hlo: &HloIndex) -> OpMetricsDb {
-    let mut job = OpMetricsJob::new(p);
-    job.hlo_given = Some(hlo);
-    if job.events >= PARALLEL_MIN_EVENTS && job.lines.len() > 1 {
-        crate::par::join(|| job.help(), || job.help());
-    }
-    job.finish()
-}
-
 /// The op metrics of one host as a queue of jobs, one per op line, that any number of threads
 /// take from ([`OpMetricsJob::help`]) while they have nothing else to do; the lines' results
 /// are merged in line order ([`OpMetricsJob::finish`]), so the result does not depend on which
@@ -448,11 +438,10 @@ pub struct OpMetricsJob<'a> {
     p: &'a Profile,
     source: Option<OpSource>,
     k: Keys,
-    /// The HLO index when ops carry no framework op of their own (JAX name scopes), built by
-    /// the first thread that needs it, unless the caller gave one.
+    /// The HLO instructions' op names when ops carry no framework op of their own (JAX name
+    /// scopes), read by the first thread that needs them.
     needs_hlo: bool,
-    hlo: std::sync::OnceLock<Option<HloIndex>>,
-    hlo_given: Option<&'a HloIndex>,
+    hlo: std::sync::OnceLock<OpNames<'a>>,
     lines: Vec<(&'a Plane, &'a Line)>,
     events: usize,
     /// Line indices, most work first (the last lines taken are the shortest).
@@ -483,7 +472,6 @@ impl<'a> OpMetricsJob<'a> {
             k,
             needs_hlo,
             hlo: std::sync::OnceLock::new(),
-            hlo_given: None,
             lines,
             events,
             order,
@@ -492,14 +480,9 @@ impl<'a> OpMetricsJob<'a> {
         }
     }
 
-    fn hlo(&self) -> Option<&HloIndex> {
-        if !self.needs_hlo {
-            return None;
-        }
-        match self.hlo_given {
-            Some(h) => Some(h),
-            None => self.hlo.get_or_init(|| Some(hlo_index(self.p))).as_ref(),
-        }
+    fn hlo(&self) -> Option<&OpNames<'a>> {
+        self.needs_hlo
+            .then(|| self.hlo.get_or_init(|| OpNames::of(self.p)))
     }
 
     /// Aggregates lines nobody has taken yet, until none is left.
@@ -617,7 +600,7 @@ fn provenance(
     p: &Profile,
     vals: &Vals,
     module: StrId,
-    hlo: Option<&HloIndex>,
+    hlo: Option<&OpNames<'_>>,
     cache: &mut FxMap<(StrId, StrId), Option<u32>>,
     hlo_names: &mut Vec<String>,
 ) -> Prov {
@@ -631,13 +614,8 @@ fn provenance(
         return Prov::None;
     };
     let found = *cache.entry((module, op)).or_insert_with(|| {
-        let m = idx.find(p.str(module)).ok()?;
-        let ins = m.instruction_by_name(p.str(op))?;
-        let n = ins.metadata.as_ref()?.op_name.clone();
-        if n.is_empty() {
-            return None;
-        }
-        hlo_names.push(n);
+        let n = idx.op_name(p.str(module), p.str(op))?;
+        hlo_names.push(n.to_string());
         Some(hlo_names.len() as u32 - 1)
     });
     found.map_or(Prov::None, Prov::Hlo)

@@ -28,7 +28,7 @@ use xlens_store::Session;
 use crate::cost_model::{instruction_name_of, module_costs, Cost};
 use crate::device::DeviceKind;
 use crate::hlo::{hlo_index, shape_text, shape_text_no_layout, HloIndex, HloModule};
-use crate::op_metrics::{op_metrics_with_hlo, OpMetric};
+use crate::op_metrics::{op_metrics, OpMetric};
 use crate::ops::{op_lines, OpSource};
 use crate::peaks::{peak_spec, PeakSpec, UserPeaks};
 use crate::tools::Loader;
@@ -544,7 +544,7 @@ fn stat_u64(v: Option<StatValue>) -> Option<u64> {
 /// Builds every op row of one host.
 pub fn host_ops(p: &Profile, user: UserPeaks) -> HostOps {
     let idx = hlo_index(p);
-    let db = op_metrics_with_hlo(p, &idx);
+    let db = op_metrics(p);
     let peaks = peak_spec(p, user);
     let mut notes: Vec<String> = Vec::new();
     // XLA's own figures when device ops carry them.
