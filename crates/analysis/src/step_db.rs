@@ -1291,7 +1291,7 @@ impl Walk {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct StepEvents {
     /// (is_device, begin, end)
     markers: Vec<(bool, i64, i64)>,
@@ -1310,11 +1310,20 @@ struct HostKind {
     trace_context: bool,
 }
 
-/// Host step events (CPU-only profiles).
+/// Host step events (CPU-only profiles). Each host line gives its events' part of the steps;
+/// large profiles have their lines shared between two threads, and the parts are joined in line
+/// order (so each step lists its events as one pass over the lines would).
 fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<StepEvents> {
+    host_step_events_with(flat, root_names, PARALLEL_MIN_EVENTS as usize)
+}
+
+/// [`host_step_events`], on two threads from `parallel_min_events` events.
+fn host_step_events_with(
+    flat: &Flat<'_>,
+    root_names: &HashMap<u32, String>,
+    parallel_min_events: usize,
+) -> Vec<StepEvents> {
     let p = flat.p;
-    let mut out: Vec<StepEvents> = Vec::new();
-    out.resize_with(flat.group_ids.len(), StepEvents::default);
     // Consumers of an async producer, by (type, id) — only needed when input-pipeline stages exist.
     let mut async_parents: Vec<(u64, u64)> = Vec::new();
     let stages = flat.ctxs.iter().any(|c| c.1.ipl_stage);
@@ -1338,100 +1347,169 @@ fn host_step_events(flat: &Flat<'_>, root_names: &HashMap<u32, String>) -> Vec<S
             }
         }
     }
-    let mut kinds: (usize, Vec<HostKind>) = (usize::MAX, Vec::new());
-    for &(pi, lj, base) in &flat.lines {
-        let plane = &p.planes[pi];
-        if p.str(plane.name) != "/host:CPU" {
+    let lines: Vec<usize> = (0..flat.lines.len())
+        .filter(|&li| p.str(p.planes[flat.lines[li].0].name) == "/host:CPU")
+        .collect();
+    let len = |li: usize| {
+        let (pi, lj, _) = flat.lines[li];
+        p.planes[pi].lines[lj].events.len()
+    };
+    let run = |ls: Vec<usize>| -> Vec<(usize, Vec<StepEvents>)> {
+        let mut kinds = (usize::MAX, Vec::new());
+        ls.into_iter()
+            .map(|li| {
+                let part =
+                    host_line_step_events(flat, root_names, stages, &async_child, li, &mut kinds);
+                (li, part)
+            })
+            .collect()
+    };
+    let events: usize = lines.iter().map(|&li| len(li)).sum();
+    let mut parts = if events >= parallel_min_events && lines.len() > 1 {
+        let costs: Vec<usize> = lines.iter().map(|&li| len(li)).collect();
+        let side = crate::par::two_way_split(&costs);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (li, in_a) in lines.into_iter().zip(side) {
+            if in_a {
+                a.push(li);
+            } else {
+                b.push(li);
+            }
+        }
+        let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
+        ra.extend(rb);
+        ra
+    } else {
+        run(lines)
+    };
+    parts.sort_unstable_by_key(|x| x.0);
+    let mut out: Vec<StepEvents> = Vec::new();
+    out.resize_with(flat.group_ids.len(), StepEvents::default);
+    for (_, part) in parts {
+        for (o, sd) in out.iter_mut().zip(part) {
+            if o.markers.is_empty() {
+                o.markers = sd.markers;
+            } else {
+                o.markers.extend(sd.markers);
+            }
+            if o.events.is_empty() {
+                o.events = sd.events;
+            } else {
+                o.events.extend(sd.events);
+            }
+            if sd.name.is_some() {
+                o.name = sd.name;
+            }
+        }
+    }
+    out
+}
+
+/// One host line's part of the steps: per group, the line's markers and events, and the last
+/// step name the line gives (empty when no event of the line is grouped). `kinds` caches the
+/// classification of the plane's metadata between lines.
+fn host_line_step_events(
+    flat: &Flat<'_>,
+    root_names: &HashMap<u32, String>,
+    stages: bool,
+    async_child: &HashSet<u32>,
+    li: usize,
+    kinds: &mut (usize, Vec<HostKind>),
+) -> Vec<StepEvents> {
+    let p = flat.p;
+    let mut out: Vec<StepEvents> = Vec::new();
+    let (pi, lj, base) = flat.lines[li];
+    let plane = &p.planes[pi];
+    if kinds.0 != pi {
+        let v = plane
+            .event_metadata
+            .iter()
+            .map(|m| {
+                let name = p.str(m.name);
+                HostKind {
+                    marker: is_explicit_marker(name),
+                    compute: is_real_cpu_compute(name),
+                    plain: classify_cpu(name, false),
+                    stage: classify_cpu(name, true),
+                    trace_context: name == "TraceContext",
+                }
+            })
+            .collect();
+        *kinds = (pi, v);
+    }
+    let line = &plane.lines[lj];
+    let ev = &line.events;
+    let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
+    // (end, group, type of the enclosing emitted event of the same group or 255, is_stage,
+    // is_descendant of an async producer or stage)
+    let mut stack: Vec<(i64, u32, u8, bool, bool)> = Vec::new();
+    let mut cur = flat.ctxs.partition_point(|x| x.0 < base);
+    for i in 0..ev.len() {
+        let g = base + i as u32;
+        // Contexts are sorted by event: follow them with a cursor.
+        while flat.ctxs.get(cur).is_some_and(|x| x.0 < g) {
+            cur += 1;
+        }
+        let c = flat.ctxs.get(cur).filter(|x| x.0 == g).map(|x| &x.1);
+        let (s, e) = (starts[i], starts[i] + durs[i]);
+        let ipl = c.is_some_and(|c| c.ipl_stage);
+        let mut is_desc = stages && async_child.contains(&g);
+        // Events are sorted by start, so an event that does not contain `s` ends before it.
+        while let Some(top) = stack.last() {
+            if e <= top.0 {
+                break;
+            }
+            stack.pop();
+        }
+        let parent = stack.last().copied();
+        if let Some(top) = parent {
+            is_desc = is_desc || top.4 || top.3;
+        }
+        let gid = flat.group[g as usize];
+        let Some(kind) = kinds.1.get(metas[i] as usize).copied() else {
+            stack.push((e, gid, 255, ipl, is_desc));
+            continue;
+        };
+        if gid == NONE {
+            stack.push((e, gid, 255, ipl, is_desc));
             continue;
         }
-        if kinds.0 != pi {
-            let v = plane
-                .event_metadata
-                .iter()
-                .map(|m| {
-                    let name = p.str(m.name);
-                    HostKind {
-                        marker: is_explicit_marker(name),
-                        compute: is_real_cpu_compute(name),
-                        plain: classify_cpu(name, false),
-                        stage: classify_cpu(name, true),
-                        trace_context: name == "TraceContext",
-                    }
-                })
-                .collect();
-            kinds = (pi, v);
+        if out.is_empty() {
+            out.resize_with(flat.group_ids.len(), StepEvents::default);
         }
-        let line = &plane.lines[lj];
-        let ev = &line.events;
-        let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
-        // (end, group, type of the enclosing emitted event of the same group or 255, is_stage,
-        // is_descendant of an async producer or stage)
-        let mut stack: Vec<(i64, u32, u8, bool, bool)> = Vec::new();
-        let mut cur = flat.ctxs.partition_point(|x| x.0 < base);
-        for i in 0..ev.len() {
-            let g = base + i as u32;
-            // Contexts are sorted by event: follow them with a cursor.
-            while flat.ctxs.get(cur).is_some_and(|x| x.0 < g) {
-                cur += 1;
-            }
-            let c = flat.ctxs.get(cur).filter(|x| x.0 == g).map(|x| &x.1);
-            let (s, e) = (starts[i], starts[i] + durs[i]);
-            let ipl = c.is_some_and(|c| c.ipl_stage);
-            let mut is_desc = stages && async_child.contains(&g);
-            // Events are sorted by start, so an event that does not contain `s` ends before it.
-            while let Some(top) = stack.last() {
-                if e <= top.0 {
-                    break;
-                }
-                stack.pop();
-            }
-            let parent = stack.last().copied();
-            if let Some(top) = parent {
-                is_desc = is_desc || top.4 || top.3;
-            }
-            let gid = flat.group[g as usize];
-            let Some(kind) = kinds.1.get(metas[i] as usize).copied() else {
-                stack.push((e, gid, 255, ipl, is_desc));
-                continue;
-            };
-            if gid == NONE {
-                stack.push((e, gid, 255, ipl, is_desc));
-                continue;
-            }
-            let Some(sd) = out.get_mut(gid as usize) else {
-                stack.push((e, gid, 255, ipl, is_desc));
-                continue;
-            };
-            let step_name = if c.is_some() || kind.trace_context {
-                c.and_then(|c| c.step_name)
-                    .map(|x| p.str(x))
-                    .or_else(|| root_names.get(&g).map(|s| s.as_str()))
-                    .filter(|x| !x.is_empty())
+        let Some(sd) = out.get_mut(gid as usize) else {
+            stack.push((e, gid, 255, ipl, is_desc));
+            continue;
+        };
+        let step_name = if c.is_some() || kind.trace_context {
+            c.and_then(|c| c.step_name)
+                .map(|x| p.str(x))
+                .or_else(|| root_names.get(&g).map(|s| s.as_str()))
+                .filter(|x| !x.is_empty())
+        } else {
+            None
+        };
+        let mut emitted = 255u8;
+        if kind.marker || step_name.is_some() {
+            sd.markers.push((false, s, e));
+        } else if kind.compute {
+            let ty = if ipl && !is_desc {
+                kind.stage
             } else {
-                None
+                kind.plain
             };
-            let mut emitted = 255u8;
-            if kind.marker || step_name.is_some() {
-                sd.markers.push((false, s, e));
-            } else if kind.compute {
-                let ty = if ipl && !is_desc {
-                    kind.stage
-                } else {
-                    kind.plain
-                };
-                emitted = ty as u8;
-                // An event inside an emitted event of the same step and type adds nothing to the
-                // breakdown (the sweep gives the same pieces without it).
-                let covered = parent.is_some_and(|t| t.1 == gid && t.2 == emitted);
-                if !covered {
-                    sd.events.push((ty, s, e));
-                }
+            emitted = ty as u8;
+            // An event inside an emitted event of the same step and type adds nothing to the
+            // breakdown (the sweep gives the same pieces without it).
+            let covered = parent.is_some_and(|t| t.1 == gid && t.2 == emitted);
+            if !covered {
+                sd.events.push((ty, s, e));
             }
-            if let Some(n) = step_name {
-                sd.name = Some(n.to_string());
-            }
-            stack.push((e, gid, emitted, ipl, is_desc));
         }
+        if let Some(n) = step_name {
+            sd.name = Some(n.to_string());
+        }
+        stack.push((e, gid, emitted, ipl, is_desc));
     }
     out
 }
@@ -1839,6 +1917,24 @@ mod tests {
         assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
         assert_eq!(a.nest_parent, b.nest_parent);
         assert_eq!(a.last_desc, b.last_desc);
+    }
+
+    #[test]
+    fn host_step_events_on_two_threads_equal_one_pass() {
+        let p = crate::load::jax_fixture();
+        let k = Keys::new(&p);
+        let mut flat = flatten(&p, &k).merge();
+        let (names, groups) = group_events(&mut flat);
+        assert_eq!(groups, 10);
+        let one = host_step_events_with(&flat, &names, usize::MAX);
+        let two = host_step_events_with(&flat, &names, 0);
+        assert_eq!(format!("{one:?}"), format!("{two:?}"));
+        // Several lines give events to the same steps.
+        let with_events = one.iter().filter(|s| s.events.len() > 1).count();
+        assert_eq!(with_events, 10);
+        assert!(one
+            .iter()
+            .all(|s| s.name.is_some() && !s.markers.is_empty()));
     }
 
     #[test]
