@@ -191,8 +191,26 @@ enum Cmd {
     },
 }
 
+/// One-shot commands keep the memory they free for their own later allocations instead of
+/// giving large blocks back to the system at once (glibc's default), which makes the next
+/// allocation fault its pages in again: on the 49 MB JAX profile's overview, 4,300 page faults
+/// instead of 7,000, at about 2 µs each on the VM measured. The server, which lives on and loads
+/// one run after another, keeps the default.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator thresholds; it runs before any other thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Serve { .. } | Cmd::Capture { .. }) {
+        keep_freed_memory();
+    }
     let res = match cli.cmd {
         Cmd::Serve { logdir, bind } => serve(logdir, bind),
         Cmd::Report { path, json } => tool(
