@@ -2,8 +2,6 @@
 
 use std::sync::Mutex;
 
-pub use xlens_model::balance::two_way_split;
-
 /// Runs `a` on another thread and `b` on this one, and returns both results. On a single-core
 /// machine, or when no thread can be started, both run here, one after the other. A panic in `a`
 /// is passed on to the caller, as if `a` had run here.
@@ -46,7 +44,8 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::{join, two_way_split};
+    use super::join;
+    use xlens_model::balance::two_way_split;
 
     fn heavier(costs: &[usize]) -> usize {
         let side = two_way_split(costs);

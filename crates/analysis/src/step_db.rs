@@ -673,15 +673,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
                         .map_or(ev.stats_bytes(), |f| f.producers.len() + f.consumers.len())
             })
             .collect();
-        let side = crate::par::two_way_split(&costs);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for (j, in_a) in jobs.into_iter().zip(side) {
-            if in_a {
-                a.push(j);
-            } else {
-                b.push(j);
-            }
-        }
+        let (a, b) = xlens_model::balance::split_jobs(jobs, &costs);
         let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
         ra.extend(rb);
         ra
@@ -1367,15 +1359,7 @@ fn host_step_events_with(
     let events: usize = lines.iter().map(|&li| len(li)).sum();
     let mut parts = if events >= parallel_min_events && lines.len() > 1 {
         let costs: Vec<usize> = lines.iter().map(|&li| len(li)).collect();
-        let side = crate::par::two_way_split(&costs);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for (li, in_a) in lines.into_iter().zip(side) {
-            if in_a {
-                a.push(li);
-            } else {
-                b.push(li);
-            }
-        }
+        let (a, b) = xlens_model::balance::split_jobs(lines, &costs);
         let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
         ra.extend(rb);
         ra

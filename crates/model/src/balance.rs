@@ -1,6 +1,21 @@
 //! Sharing work between threads: a split of jobs of known costs into two sets of about equal
 //! cost (used by importers and analyses that run on two cores).
 
+/// Splits `jobs` (of the given costs) into two sets of about equal total cost
+/// ([`two_way_split`]), each in the jobs' order.
+pub fn split_jobs<T>(jobs: Vec<T>, costs: &[usize]) -> (Vec<T>, Vec<T>) {
+    let side = two_way_split(costs);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (j, in_a) in jobs.into_iter().zip(side) {
+        if in_a {
+            a.push(j);
+        } else {
+            b.push(j);
+        }
+    }
+    (a, b)
+}
+
 /// Splits jobs of the given costs into two sets of about equal total cost (`true`: the first set).
 /// The most costly jobs (up to 12) are placed by trying every split of them, the rest one by one
 /// on the lighter side, most costly first.

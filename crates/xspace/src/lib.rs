@@ -282,15 +282,7 @@ fn place_lines_on_one_axis(
     let events: usize = jobs.iter().map(|j| j.0.len()).sum();
     if threads > 1 && events >= parallel_min_events && jobs.len() > 1 {
         let costs: Vec<usize> = jobs.iter().map(|j| j.0.len()).collect();
-        let side = xlens_model::balance::two_way_split(&costs);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for (j, in_a) in jobs.into_iter().zip(side) {
-            if in_a {
-                a.push(j);
-            } else {
-                b.push(j);
-            }
-        }
+        let (a, b) = xlens_model::balance::split_jobs(jobs, &costs);
         std::thread::scope(|s| {
             s.spawn(|| a.into_iter().for_each(|(ev, d)| place(ev, d)));
             b.into_iter().for_each(|(ev, d)| place(ev, d));
