@@ -13,8 +13,9 @@ use crate::tools::Loader;
 
 pub const TOP_OPS: usize = 10;
 
+/// Step time over a set of steps.
 #[derive(Debug, Clone, Serialize)]
-pub struct StepTable {
+pub struct StepFigures {
     pub count: usize,
     pub mean_ps: i64,
     pub std_dev_ps: i64,
@@ -23,6 +24,13 @@ pub struct StepTable {
     pub summary: Summary,
     /// Mean per breakdown category over these steps, ps (same order as `categories`).
     pub mean_breakdown_ps: Vec<i64>,
+}
+
+/// Steps and their figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepTable {
+    #[serde(flatten)]
+    pub figures: StepFigures,
     pub rows: Vec<StepRow>,
 }
 
@@ -35,7 +43,7 @@ impl StepTable {
     pub fn from_rows(rows: Vec<StepRow>) -> StepTable {
         let s = Summary::of(&rows.iter().map(|r| r.duration_ps).collect::<Vec<_>>());
         let n = rows.len().max(1) as i64;
-        StepTable {
+        let figures = StepFigures {
             count: s.count,
             mean_ps: s.mean_ps,
             std_dev_ps: s.std_dev_ps,
@@ -50,40 +58,20 @@ impl StepTable {
                         / n
                 })
                 .collect(),
-            rows,
-        }
+        };
+        StepTable { figures, rows }
     }
 }
 
-/// A step table's figures without its rows: the run-level copy of the first host's table
-/// (the rows are in that host's entry, `hosts[i].steps.rows`; a run of many steps would
-/// otherwise print them twice).
+/// A host's step figures without its rows: the run-level copy of the first host's table (the
+/// rows are in that host's entry, `hosts[i].steps.rows`; a run of many steps would otherwise
+/// print them twice).
 #[derive(Debug, Clone, Serialize)]
-pub struct StepFigures {
-    pub count: usize,
-    pub mean_ps: i64,
-    pub std_dev_ps: i64,
-    pub min_ps: i64,
-    pub max_ps: i64,
-    pub summary: Summary,
-    pub mean_breakdown_ps: Vec<i64>,
+pub struct RunSteps {
+    #[serde(flatten)]
+    pub figures: StepFigures,
     /// Which host's table these are (an index into `hosts`), where its rows are.
     pub host_index: usize,
-}
-
-impl StepFigures {
-    fn of(t: &StepTable, host_index: usize) -> StepFigures {
-        StepFigures {
-            count: t.count,
-            mean_ps: t.mean_ps,
-            std_dev_ps: t.std_dev_ps,
-            min_ps: t.min_ps,
-            max_ps: t.max_ps,
-            summary: t.summary,
-            mean_breakdown_ps: t.mean_breakdown_ps.clone(),
-            host_index,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -141,8 +129,8 @@ pub struct Overview {
     pub categories: &'static [Category],
     /// The figures of the first host that loaded (what `xlens report` shows per host), for
     /// convenience; its per-step rows are in its entry of `hosts`.
-    pub steps: Option<StepFigures>,
-    pub steps_all: Option<StepFigures>,
+    pub steps: Option<RunSteps>,
+    pub steps_all: Option<RunSteps>,
     pub hosts: Vec<HostOverview>,
 }
 
@@ -230,7 +218,7 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         _ => None,
     };
     let mut rec = Vec::new();
-    if steps.count > 0 {
+    if steps.figures.count > 0 {
         let total: i64 = steps.rows.iter().map(|r| r.duration_ps).sum();
         let idx = |id: &str| CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0);
         let cat = |id: &str| {
@@ -242,13 +230,13 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         };
         let input = pct(cat("input") as f64, total as f64);
         if input >= 20.0 {
-            rec.push(Recommendation { text: "Input-bound: the program waits for input a large part of each step; prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).".into(), evidence: format!("input is {input:.1}% of step time over {} steps", steps.count) });
+            rec.push(Recommendation { text: "Input-bound: the program waits for input a large part of each step; prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).".into(), evidence: format!("input is {input:.1}% of step time over {} steps", steps.figures.count) });
         } else {
             rec.push(Recommendation {
                 text: "Not input-bound.".into(),
                 evidence: format!(
                     "input is {input:.1}% of step time over {} steps",
-                    steps.count
+                    steps.figures.count
                 ),
             });
         }
@@ -256,13 +244,13 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
         if other >= 20.0 {
             rec.push(Recommendation { text: "Much of the step is covered by no event of the step (framework overhead, Python, or work the profile does not link to the step); look at the trace viewer between ops.".into(), evidence: format!("'All others' is {other:.1}% of step time") });
         }
-        let cv = if steps.mean_ps > 0 {
-            100.0 * steps.std_dev_ps as f64 / steps.mean_ps as f64
+        let cv = if steps.figures.mean_ps > 0 {
+            100.0 * steps.figures.std_dev_ps as f64 / steps.figures.mean_ps as f64
         } else {
             0.0
         };
-        if cv >= 20.0 && steps.count >= 3 {
-            rec.push(Recommendation { text: "Step time varies a lot between steps; look for periodic work (checkpoints, evaluation, logging, recompilation).".into(), evidence: format!("std dev {} is {cv:.0}% of mean {}; min {}, max {}", ms(steps.std_dev_ps), ms(steps.mean_ps), ms(steps.min_ps), ms(steps.max_ps)) });
+        if cv >= 20.0 && steps.figures.count >= 3 {
+            rec.push(Recommendation { text: "Step time varies a lot between steps; look for periodic work (checkpoints, evaluation, logging, recompilation).".into(), evidence: format!("std dev {} is {cv:.0}% of mean {}; min {}, max {}", ms(steps.figures.std_dev_ps), ms(steps.figures.mean_ps), ms(steps.figures.min_ps), ms(steps.figures.max_ps)) });
         }
     } else {
         rec.push(Recommendation { text: "No steps found: annotate steps (JAX `jax.profiler.StepTraceAnnotation('train', step_num=i)`, TF `tf.profiler.experimental.Trace('train', step_num=i, _r=1)`) to get step time and its breakdown.".into(), evidence: db.notes.join(" ") });
@@ -390,12 +378,14 @@ pub fn overview(sessions: &[Session], load: &mut Loader<'_>) -> Overview {
             .map(|d| d.active)
             .sum(),
         categories: CATEGORIES,
-        steps: first
-            .zip(first_index)
-            .map(|(h, i)| StepFigures::of(&h.steps, i)),
-        steps_all: first
-            .zip(first_index)
-            .map(|(h, i)| StepFigures::of(&h.steps_all, i)),
+        steps: first.zip(first_index).map(|(h, i)| RunSteps {
+            figures: h.steps.figures.clone(),
+            host_index: i,
+        }),
+        steps_all: first.zip(first_index).map(|(h, i)| RunSteps {
+            figures: h.steps_all.figures.clone(),
+            host_index: i,
+        }),
         hosts,
     }
 }
@@ -410,12 +400,12 @@ pub fn render_text(o: &Overview) -> String {
             t.push_str(&format!("host {}: error: {e}\n", h.host));
             continue;
         }
-        let s = &h.steps;
+        let s = &h.steps.figures;
         t.push_str(&format!(
             "host {}: {} steps (XProf-compatible; {} annotated), mean {} ± {} (min {}, max {})\n",
             h.host,
             s.count,
-            h.steps_all.count,
+            h.steps_all.figures.count,
             ms(s.mean_ps),
             ms(s.std_dev_ps),
             ms(s.min_ps),
