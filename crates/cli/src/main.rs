@@ -324,15 +324,26 @@ fn tool(
     let mut load =
         |h: &xlens_store::HostFile| mapped::load(h).map(Arc::new).map_err(|e| e.to_string());
     let out = tools::run_tool_with(name, &sessions, &mut load, params)?;
-    match f {
-        Format::Text => print!("{}", out.text()),
-        Format::Json => println!("{}", out.json_string(true).context("serialising JSON")?),
+    let text = match f {
+        Format::Text => out.text(),
+        Format::Json => out.json_string(true).context("serialising JSON")? + "\n",
         Format::Csv => match out.csv() {
-            Some(c) => print!("{c}"),
+            Some(c) => c,
             None => bail!("tool `{name}` has no CSV output; use --json"),
         },
+    };
+    write_stdout(&text)
+}
+
+/// Writes a command's output. A reader that stops early (`| head`) ends the command quietly,
+/// as it does other command-line tools, rather than with a panic.
+fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the output"),
     }
-    Ok(())
 }
 
 fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {

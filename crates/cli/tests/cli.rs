@@ -185,3 +185,28 @@ fn a_file_truncated_while_it_is_read_is_an_error_naming_it() {
     assert!(msg.contains(f.to_str().unwrap()), "{out}");
     assert!(!msg.contains("changed while xlens read it"), "{msg}");
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    // `xlens tool trace_viewer … --json | head -c 100`: 2 MB of output, the pipe closed after
+    // 100 bytes.
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args([
+            "tool",
+            "trace_viewer",
+            fixtures().to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+    assert!(head.starts_with(b"{"));
+}
