@@ -137,34 +137,6 @@ impl Profile {
             .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
     }
 
-    /// Moves the origin so that the earliest event starts at 0.
-    pub fn normalize_origin(&mut self) {
-        // Lines are sorted by start: the earliest event is the first of some line.
-        let Some(min) = self
-            .planes
-            .iter()
-            .flat_map(|p| p.lines.iter())
-            .filter_map(|l| l.events.starts().first().copied())
-            .min()
-        else {
-            return;
-        };
-        if min == 0 {
-            return;
-        }
-        for line in self.planes.iter_mut().flat_map(|p| p.lines.iter_mut()) {
-            match min.checked_neg() {
-                Some(delta) => line.events.shift(delta),
-                // `-i64::MIN` does not fit: shift by the same amount in two steps.
-                None => {
-                    line.events.shift(i64::MAX);
-                    line.events.shift(1);
-                }
-            }
-        }
-        self.origin_ps += min as i128;
-    }
-
     /// Approximate heap bytes held by the model.
     pub fn heap_bytes(&self) -> usize {
         let lines: usize = self
