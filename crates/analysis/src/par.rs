@@ -42,6 +42,20 @@ where
     }
 }
 
+/// Runs `run` on two sets of `jobs` of about equal total cost (`costs`, one per job), one on
+/// another thread, and returns both results, the first set's first.
+pub fn run_split<J, R, F>(jobs: Vec<J>, costs: &[usize], run: F) -> Vec<R>
+where
+    J: Send,
+    R: Send,
+    F: Fn(Vec<J>) -> Vec<R> + Sync,
+{
+    let (a, b) = xlens_model::balance::split_jobs(jobs, costs);
+    let (mut ra, rb) = join(|| run(a), || run(b));
+    ra.extend(rb);
+    ra
+}
+
 #[cfg(test)]
 mod tests {
     use super::join;

@@ -673,10 +673,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
                         .map_or(ev.stats_bytes(), |f| f.producers.len() + f.consumers.len())
             })
             .collect();
-        let (a, b) = xlens_model::balance::split_jobs(jobs, &costs);
-        let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
-        ra.extend(rb);
-        ra
+        crate::par::run_split(jobs, &costs, run)
     } else {
         run(jobs)
     };
@@ -1359,10 +1356,7 @@ fn host_step_events_with(
     let events: usize = lines.iter().map(|&li| len(li)).sum();
     let mut parts = if events >= parallel_min_events && lines.len() > 1 {
         let costs: Vec<usize> = lines.iter().map(|&li| len(li)).collect();
-        let (a, b) = xlens_model::balance::split_jobs(lines, &costs);
-        let (mut ra, rb) = crate::par::join(|| run(a), || run(b));
-        ra.extend(rb);
-        ra
+        crate::par::run_split(lines, &costs, run)
     } else {
         run(lines)
     };
