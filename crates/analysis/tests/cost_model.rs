@@ -1,8 +1,10 @@
 //! Cost model: agreement with XLA's own per-op `flops` / `bytes_accessed` on the TPU sample, and
 //! dot / convolution FLOPs against hand-computed values on the JAX CPU samples and hand-built HLO.
 
-use xlens_analysis::cost_model::{compare_with_xla, module_costs, xla_costs, Cost, CostModel};
-use xlens_analysis::hlo::{hlo_index, HloIndex, HloModule};
+use xlens_analysis::base::cost_model::{
+    compare_with_xla, module_costs, xla_costs, Cost, CostModel,
+};
+use xlens_analysis::base::hlo::{hlo_index, HloIndex, HloModule};
 use xlens_proto::xla::{
     ConvolutionDimensionNumbers, HloComputationProto, HloInstructionProto, HloModuleProto,
     HloProto, PrimitiveType, ShapeProto, Window, WindowDimension,
@@ -166,12 +168,12 @@ fn jax_transformer_batched_dot_and_fusions() {
         .operand_ids
         .iter()
         .map(|&o| {
-            xlens_analysis::hlo::shape_unpadded_bytes(
+            xlens_analysis::base::hlo::shape_unpadded_bytes(
                 m.instruction(o).unwrap().shape.as_ref().unwrap(),
             )
         })
         .sum::<i64>()
-        + xlens_analysis::hlo::shape_unpadded_bytes(fusion.shape.as_ref().unwrap());
+        + xlens_analysis::base::hlo::shape_unpadded_bytes(fusion.shape.as_ref().unwrap());
     assert!(
         fc.bytes_accessed <= boundary,
         "{} > {boundary}",
@@ -313,7 +315,7 @@ fn convolution_flops_by_hand() {
 
 #[test]
 fn peaks_from_profile_table_and_user() {
-    use xlens_analysis::peaks::{lookup, peak_spec, PeakSource, UserPeaks};
+    use xlens_analysis::base::peaks::{lookup, peak_spec, PeakSource, UserPeaks};
     // TPU: the planes state their peaks; they agree with the published v6e figures.
     let p = load("tpu_inference");
     let s = peak_spec(&p, UserPeaks::default());

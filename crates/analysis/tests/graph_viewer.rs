@@ -1,11 +1,9 @@
 //! Graph viewer on the real fixtures: neighbourhoods, fusion bodies, search, layout and SVG.
 
-use std::sync::Arc;
-use xlens_analysis::graph_viewer::{graph_viewer, GraphViewer};
-use xlens_analysis::tools::{run_tool_with, ToolParams};
+use xlens_analysis::tools::graph_viewer::{graph_viewer, GraphViewer};
 
 mod common;
-use common::{load, root};
+use common::{load_analysis as load, open_run, root, run_tool};
 
 fn names(g: &GraphViewer) -> Vec<&str> {
     g.nodes.iter().map(|n| n.name.as_str()).collect()
@@ -139,17 +137,12 @@ fn registered_as_a_tool() {
     let sessions: Vec<_> =
         xlens_store::discover(&root().join("fixtures/logdir/plugins/profile/tpu_inference"))
             .unwrap();
-    let mut load = |h: &xlens_store::HostFile| {
-        xlens_analysis::load::load_host(h)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    };
-    let params = ToolParams {
-        op: Some("all-reduce".into()),
-        radius: Some(1),
-        ..Default::default()
-    };
-    let out = run_tool_with("graph_viewer", &sessions, &mut load, &params).unwrap();
+    let run = open_run(sessions);
+    let out = run_tool(
+        "graph_viewer",
+        &run,
+        &[("op", "all-reduce"), ("radius", "1")],
+    );
     assert_eq!(out.json().unwrap()["focus"], "all-reduce");
     assert_eq!(
         out.json().unwrap()["module"],
@@ -161,7 +154,7 @@ fn registered_as_a_tool() {
         .contains("all-reduce"));
     assert!(out.text().contains("all-reduce"));
     assert!(out.csv().unwrap().starts_with("module,name,opcode"));
-    assert!(xlens_analysis::tools::TOOLS
+    assert!(xlens_analysis::tools::infos()
         .iter()
         .any(|t| t.name == "graph_viewer"));
 }

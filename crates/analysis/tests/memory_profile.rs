@@ -9,10 +9,10 @@
 //! arbitrarily (equal in every compared field) are compared as multisets.
 
 use serde_json::Value;
-use xlens_analysis::memory_profile::{memory_profile, AllocatorProfile, MemoryProfile};
+use xlens_analysis::base::allocators::{memory_profile, AllocatorProfile, MemoryProfile};
 
 mod common;
-use common::{load, root};
+use common::{load, load_analysis, open_run, root, run_tool};
 
 fn expected(run: &str) -> Value {
     let f = root()
@@ -177,8 +177,8 @@ fn no_allocator_events_means_no_allocators() {
 
 #[test]
 fn headroom_on_tpu_uses_allocator_capacity() {
-    let p = load("tpu_inference");
-    let h = xlens_analysis::memory_headroom::memory_headroom(&p).unwrap();
+    let p = load_analysis("tpu_inference");
+    let h = xlens_analysis::base::headroom::memory_headroom(&p).unwrap();
     // The TPU profile states no memory_size; its allocators report 31.25 GiB per core.
     assert_eq!(h.capacity_bytes, 33_550_237_696);
     assert!(
@@ -190,7 +190,7 @@ fn headroom_on_tpu_uses_allocator_capacity() {
     assert!(h.statement.starts_with("peak "), "{}", h.statement);
     assert!(h.statement.contains("of 31.2 GiB"), "{}", h.statement);
     // And the memory viewer carries it.
-    let mv = xlens_analysis::memory_viewer::memory_viewer(&p, None, 0);
+    let mv = xlens_analysis::tools::memory_viewer::memory_viewer(&p, None, 0);
     let hv = mv.headroom.unwrap();
     assert_eq!(hv.capacity_bytes, h.capacity_bytes);
     assert_eq!(hv.peak_bytes, mv.modules[0].peak_heap_bytes);
@@ -199,16 +199,16 @@ fn headroom_on_tpu_uses_allocator_capacity() {
 #[test]
 fn headroom_on_gpu_uses_memory_size() {
     let p = load("gpu_multi_worker");
-    let (cap, src) = xlens_analysis::memory_headroom::device_memory_capacity(&p, None).unwrap();
+    let (cap, src) = xlens_analysis::base::headroom::device_memory_capacity(&p, None).unwrap();
     assert!(src.contains("memory_size"), "{src}");
     assert!(cap > 1 << 30);
 }
 
 #[test]
 fn headroom_absent_without_capacity() {
-    let p = load("jax_mlp_small");
-    assert!(xlens_analysis::memory_headroom::memory_headroom(&p).is_none());
-    let mv = xlens_analysis::memory_viewer::memory_viewer(&p, None, 0);
+    let p = load_analysis("jax_mlp_small");
+    assert!(xlens_analysis::base::headroom::memory_headroom(&p).is_none());
+    let mv = xlens_analysis::tools::memory_viewer::memory_viewer(&p, None, 0);
     assert!(mv.headroom.is_none());
 }
 
@@ -216,12 +216,7 @@ fn headroom_absent_without_capacity() {
 fn tool_outputs() {
     let dir = root().join("fixtures/logdir/plugins/profile/gpu_multi_worker");
     let sessions = xlens_store::discover(&dir).unwrap();
-    let mut load = |h: &xlens_store::HostFile| {
-        xlens_analysis::load::load_path(&h.path, h.format)
-            .map(std::sync::Arc::new)
-            .map_err(|e| e.to_string())
-    };
-    let out = xlens_analysis::tools::run_tool("memory_profile", &sessions, &mut load).unwrap();
+    let out = run_tool("memory_profile", &open_run(sessions), &[]);
     assert!(out.text().contains("allocator GPU_4_bfc"), "{}", out.text());
     let csv = out.csv().unwrap();
     assert!(csv.starts_with("session,host,allocator,rank,allocation_bytes"));

@@ -12,12 +12,11 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use xlens_analysis::hlo::{hlo_index, HloModule};
-use xlens_analysis::memory_viewer::{
+
+use xlens_analysis::base::heap::{
     memory_viewer_of, module_memory, replay, ModuleMemory, TraceBuffer, SMALL_BUFFER_BYTES,
 };
-use xlens_analysis::tools::{run_tool_with, ToolParams};
+use xlens_analysis::base::hlo::{hlo_index, HloModule};
 use xlens_proto::xla::buffer_allocation_proto::Assigned;
 use xlens_proto::xla::heap_simulator_trace::event::Kind;
 use xlens_proto::xla::heap_simulator_trace::Event;
@@ -29,7 +28,7 @@ use xlens_proto::xla::{
 };
 
 mod common;
-use common::{load, root};
+use common::{load, open_run, root, run_tool};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -207,16 +206,8 @@ fn tool_output_lists_modules_and_selects_one() {
         .filter(|s| s.name == "jax_mlp_small")
         .collect();
     assert_eq!(sessions.len(), 1);
-    let mut load = |h: &xlens_store::HostFile| {
-        xlens_analysis::load::load_host(h)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    };
-    let params = ToolParams {
-        module: Some("jit_mlp_loss".to_string()),
-        ..Default::default()
-    };
-    let out = run_tool_with("memory_viewer", &sessions, &mut load, &params).unwrap();
+    let run = open_run(sessions);
+    let out = run_tool("memory_viewer", &run, &[("module", "jit_mlp_loss")]);
     let json = out.json().unwrap();
     let host = &json["hosts"][0];
     assert_eq!(host["modules"].as_array().unwrap().len(), 16);
@@ -231,13 +222,7 @@ fn tool_output_lists_modules_and_selects_one() {
     assert!(out.csv().unwrap().lines().count() > 1);
 
     // Without a module: every module with its peak, none selected.
-    let out = run_tool_with(
-        "memory_viewer",
-        &sessions,
-        &mut load,
-        &ToolParams::default(),
-    )
-    .unwrap();
+    let out = run_tool("memory_viewer", &run, &[]);
     let json = out.json().unwrap();
     let host = &json["hosts"][0];
     assert!(host["selected"].is_null());
@@ -249,11 +234,7 @@ fn tool_output_lists_modules_and_selects_one() {
     assert!(peaks.windows(2).all(|w| w[0] >= w[1]), "largest peak first");
 
     // An unknown module is explained, not an error.
-    let params = ToolParams {
-        module: Some("nope".to_string()),
-        ..Default::default()
-    };
-    let out = run_tool_with("memory_viewer", &sessions, &mut load, &params).unwrap();
+    let out = run_tool("memory_viewer", &run, &[("module", "nope")]);
     let json = out.json().unwrap();
     let err = json["hosts"][0]["selection_error"].as_str().unwrap();
     assert!(err.contains("jit_mlp_loss(26)"), "{err}");
@@ -341,7 +322,7 @@ fn module(events: Vec<Event>) -> HloModule {
         .iter()
         .map(|i| LogicalBufferProto {
             id: i.id,
-            size: xlens_analysis::hlo::shape_unpadded_bytes(i.shape.as_ref().unwrap()),
+            size: xlens_analysis::base::hlo::shape_unpadded_bytes(i.shape.as_ref().unwrap()),
             defined_at: Some(Location {
                 instruction_id: i.id,
                 ..Default::default()
@@ -639,7 +620,7 @@ fn long_series_are_sampled_and_keep_the_peak() {
     }
     let mm = module_memory(&module(events), 0).unwrap();
     assert_eq!(mm.series_points_total, 6003);
-    assert!(mm.series_points_shown <= xlens_analysis::memory_viewer::MAX_SERIES_POINTS);
+    assert!(mm.series_points_shown <= xlens_analysis::base::heap::MAX_SERIES_POINTS);
     assert!(mm.series_sampling.contains("min and max"));
     let top = mm.heap_series.iter().map(|p| p.heap_bytes).max().unwrap();
     assert_eq!(top, mm.peak_heap_bytes);

@@ -14,11 +14,12 @@
 //!   host threads and the cost model, with peaks given by the user (or measured, labelled).
 
 use serde_json::Value;
-use xlens_analysis::op_profile::{host_op_profile, CostSource, OpRow};
-use xlens_analysis::peaks::UserPeaks;
+use xlens_analysis::base::hlo_ops::{CostSource, OpRow};
+use xlens_analysis::base::peaks::UserPeaks;
+use xlens_analysis::tools::op_profile::host_op_profile;
 
 mod common;
-use common::{load, root};
+use common::{load_analysis, root};
 
 fn expected(run: &str) -> Value {
     let f = root().join(format!("fixtures/expected/xprof/op_profile/{run}.json"));
@@ -47,7 +48,7 @@ fn find<'a>(ops: &'a [OpRow], name: &str, program_id: &str) -> &'a OpRow {
 
 #[test]
 fn tpu_op_profile_matches_xprof() {
-    let p = load("tpu_inference");
+    let p = load_analysis("tpu_inference");
     let h = host_op_profile("tpu_inference_2", &p, UserPeaks::default());
     let want = expected("tpu_inference");
     assert_eq!(h.cost_source, CostSource::Xla);
@@ -126,9 +127,9 @@ fn tpu_op_profile_matches_xprof() {
 
 #[test]
 fn tpu_hlo_stats_and_roofline_match_xprof() {
-    let p = load("tpu_inference");
+    let p = load_analysis("tpu_inference");
     let want = expected("tpu_inference");
-    let hs = xlens_analysis::hlo_stats::host_hlo_stats("h", &p, UserPeaks::default());
+    let hs = xlens_analysis::tools::hlo_stats::host_hlo_stats("h", &p, UserPeaks::default());
     assert_eq!(
         hs.rows.len() as u64,
         want["hlo_stats_count"].as_u64().unwrap_or(0)
@@ -170,7 +171,7 @@ fn tpu_hlo_stats_and_roofline_match_xprof() {
     }
     eprintln!("hlo_stats: top rows within {:.4}% of XProf", 100.0 * worst);
 
-    let rf = xlens_analysis::roofline::host_roofline("h", &p, UserPeaks::default());
+    let rf = xlens_analysis::tools::roofline::host_roofline("h", &p, UserPeaks::default());
     let params = &want["roofline"]["params"];
     let num = |k: &str| {
         params[k]
@@ -233,14 +234,14 @@ fn tpu_hlo_stats_and_roofline_match_xprof() {
 
 #[test]
 fn gpu_fixture_peaks_and_xprof_empty() {
-    let p = load("gpu_multi_worker");
+    let p = load_analysis("gpu_multi_worker");
     let want = expected("gpu_multi_worker");
     // XProf holds no op here (TensorFlow kernels, no XLA): only IDLE. xlens lists every kernel.
     assert_eq!(want["op_profile"]["op_count"].as_u64(), Some(0));
     assert_eq!(want["hlo_stats_count"].as_u64(), Some(0));
     let h = host_op_profile("gpu", &p, UserPeaks::default());
     assert!(h.op_count > 0, "xlens lists the GPU ops");
-    let rf = xlens_analysis::roofline::host_roofline("gpu", &p, UserPeaks::default());
+    let rf = xlens_analysis::tools::roofline::host_roofline("gpu", &p, UserPeaks::default());
     let theirs = want["roofline"]["params"]["peak_hbm_bw"]
         .as_str()
         .and_then(|s| s.parse::<f64>().ok())
@@ -257,7 +258,7 @@ fn jax_cpu_gets_op_profile_hlo_stats_and_roofline() {
         bytes_per_second: Some(2e10),
     };
     for run in ["jax_mlp_small", "jax_tfm_small"] {
-        let p = load(run);
+        let p = load_analysis(run);
         let h = host_op_profile("vm", &p, user);
         assert_eq!(h.cost_source, CostSource::CostModel, "{run}");
         assert!(h.op_count > 10, "{run}: {} ops", h.op_count);
@@ -269,9 +270,9 @@ fn jax_cpu_gets_op_profile_hlo_stats_and_roofline() {
         );
         assert!(h.ops.iter().any(|o| !o.fused.is_empty()), "{run}: fusions");
         assert!(!h.by_program.children.is_empty());
-        let hs = xlens_analysis::hlo_stats::host_hlo_stats("vm", &p, user);
+        let hs = xlens_analysis::tools::hlo_stats::host_hlo_stats("vm", &p, user);
         assert_eq!(hs.rows.len(), h.op_count);
-        let rf = xlens_analysis::roofline::host_roofline("vm", &p, user);
+        let rf = xlens_analysis::tools::roofline::host_roofline("vm", &p, user);
         assert!(rf.points.iter().any(|p| p.kind == "op" && p.flops > 0.0));
         assert!(rf.ridge_point.is_some_and(|r| (r - 5.0).abs() < 1e-9));
         eprintln!(
@@ -287,12 +288,12 @@ fn roofline_op_points_of_one_step_add_up_to_the_step() {
         flops_per_second: Some(1e11),
         bytes_per_second: Some(2e10),
     };
-    let p = load("jax_mlp_small");
-    let all = xlens_analysis::roofline::host_roofline("vm", &p, user);
+    let p = load_analysis("jax_mlp_small");
+    let all = xlens_analysis::tools::roofline::host_roofline("vm", &p, user);
     let steps: Vec<_> = all.points.iter().filter(|x| x.kind == "step").collect();
     assert!(steps.len() >= 8, "{} step points", steps.len());
     for st in &steps {
-        let r = xlens_analysis::roofline::host_roofline_at("vm", &p, user, Some(&st.step));
+        let r = xlens_analysis::tools::roofline::host_roofline_at("vm", &p, user, Some(&st.step));
         assert_eq!(r.selected_step.as_deref(), Some(st.step.as_str()));
         let ops: Vec<_> = r.points.iter().filter(|x| x.kind == "op").collect();
         assert!(!ops.is_empty(), "step {}", st.step);
@@ -314,7 +315,7 @@ fn roofline_op_points_of_one_step_add_up_to_the_step() {
         assert!(ops.len() <= all.op_count);
     }
     // An unknown step says so and keeps the whole-profile op points.
-    let r = xlens_analysis::roofline::host_roofline_at("vm", &p, user, Some("no such step"));
+    let r = xlens_analysis::tools::roofline::host_roofline_at("vm", &p, user, Some("no such step"));
     assert_eq!(r.selected_step, None);
     assert!(r.notes.iter().any(|n| n.contains("No step `no such step`")));
     assert_eq!(

@@ -17,11 +17,10 @@
 //!   its device IDLE is lower (614 vs 623 ms on the GPU fixture); the host IDLE is equal everywhere.
 
 use serde_json::Value;
-use xlens_analysis::step_db::step_db;
-use xlens_model::Profile;
+use xlens_analysis::base::step_db::step_db;
 
 mod common;
-use common::{load, root};
+use common::{load, open_run, root, run_tool};
 
 const RUNS: &[&str] = &[
     "jax_mlp_small",
@@ -106,7 +105,7 @@ fn top10(mut v: Vec<(String, String, f64)>) -> Vec<(String, String, f64)> {
 
 #[test]
 fn framework_ops_match_xprof() {
-    use xlens_analysis::op_metrics::{device_framework_ops, host_framework_ops, op_metrics};
+    use xlens_analysis::base::op_metrics::{device_framework_ops, host_framework_ops, op_metrics};
     for run in RUNS {
         let p = load(run);
         let want = expected(run);
@@ -217,7 +216,7 @@ fn framework_ops_match_xprof() {
 
 #[test]
 fn kernel_stats_match_xprof() {
-    use xlens_analysis::kernel_stats::kernel_stats;
+    use xlens_analysis::tools::kernel_stats::kernel_stats;
     for run in RUNS {
         let want = expected(run);
         let ks = kernel_stats(&load(run));
@@ -263,7 +262,6 @@ fn kernel_stats_match_xprof() {
 
 #[test]
 fn tools_run_on_every_fixture() {
-    use xlens_analysis::tools::run_tool;
     let sessions = xlens_store::discover(&root().join("fixtures/logdir")).expect("discover");
     for tool in [
         "overview_page",
@@ -272,13 +270,7 @@ fn tools_run_on_every_fixture() {
         "kernel_stats",
     ] {
         for s in &sessions {
-            let one = [s.clone()];
-            let mut load = |h: &xlens_store::HostFile| -> Result<std::sync::Arc<Profile>, String> {
-                xlens_analysis::load::load_path(&h.path, xlens_store::Format::XSpace)
-                    .map(std::sync::Arc::new)
-                    .map_err(|e| e.to_string())
-            };
-            let out = run_tool(tool, &one, &mut load).expect("tool runs");
+            let out = run_tool(tool, &open_run(vec![s.clone()]), &[]);
             assert!(out.csv().is_some(), "{tool} has CSV");
             if tool == "overview_page" {
                 assert!(
@@ -367,8 +359,8 @@ fn live_xprof_agreement() {
 fn overview_states_memory_headroom_when_the_profile_gives_capacity() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb.gz");
-    let p = xlens_analysis::load::load_path(&dir, xlens_store::Format::XSpace).unwrap();
-    let h = xlens_analysis::overview::host_overview("tpu", &p);
+    let p = xlens_analysis::base::load::load_path(&dir, xlens_store::Format::XSpace).unwrap();
+    let h = xlens_analysis::tools::overview::host_overview("tpu", &common::analysis(p));
     let m = h.memory_headroom.expect("TPU profile states its memory");
     // Peak 20 GiB (the memory viewer's jit_f) of 31.25 GiB (what the allocators report).
     assert_eq!(m.peak_bytes, 20 * 1024 * 1024 * 1024 + 32);
@@ -382,8 +374,8 @@ fn overview_states_memory_headroom_when_the_profile_gives_capacity() {
 fn input_pipeline_matches_xprof() {
     let ms = |ps: i64| ps as f64 / 1e9;
     for run in RUNS {
-        let p = load(run);
-        let h = xlens_analysis::input_pipeline::host_input("vm", &p);
+        let p = common::load_analysis(run);
+        let h = xlens_analysis::tools::input_pipeline::host_input("vm", &p);
         let want = expected(run);
         // XProf states the percent with one decimal, and only when it says "waiting for input".
         if let Some(pct) = want["input_percent"].as_f64() {

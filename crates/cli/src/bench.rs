@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
+use xlens_analysis::base::context::{Analysis, Run};
 use xlens_analysis::tools;
 
 fn status_kib(field: &str) -> Option<u64> {
@@ -19,7 +20,10 @@ fn status_kib(field: &str) -> Option<u64> {
         .ok()
 }
 
-pub fn run(file: &Path, reps: usize, tool: &str, json: bool) -> Result<()> {
+/// With `then_all`, also times every other tool on the same open run afterwards (what switching
+/// tools costs once the profile and its shared analyses are there).
+pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> Result<()> {
+    let mut switch: Vec<(&str, f64)> = Vec::new();
     let baseline_kib = status_kib("VmHWM:").unwrap_or(0);
     let sessions = xlens_store::discover(file)?;
     let host = sessions
@@ -39,25 +43,38 @@ pub fn run(file: &Path, reps: usize, tool: &str, json: bool) -> Result<()> {
         // As `xlens tool` reads it.
         let bytes = crate::mapped::map(&host)?;
         let t1 = Instant::now();
-        let profile = xlens_analysis::load::decode_bytes(&bytes)
+        let profile = xlens_analysis::base::load::decode_bytes(&bytes)
             .map_err(|e| anyhow::anyhow!("{}: {e}", host.path.display()))?;
         let t2 = Instant::now();
         bytes_len = bytes.bytes().len();
         drop(bytes);
         events = profile.event_count();
         model_bytes = profile.heap_bytes();
-        let profile = Arc::new(profile);
+        let analysis = Arc::new(Analysis::new(Arc::new(profile)));
         let one = vec![xlens_store::Session {
             hosts: vec![host.clone()],
             ..sessions[0].clone()
         }];
-        let p2 = profile.clone();
-        let mut load = move |_: &xlens_store::HostFile| Ok(p2.clone());
+        let run = Run::new(one, |_| Ok(analysis.clone()));
         let t3 = Instant::now();
         // The answer `xlens tool TOOL --json` prints.
-        let out = tools::run_tool(tool, &one, &mut load)?.json_string(true)?;
+        let out = tools::run_default(tool, &run)?.json_string(true)?;
         let t4 = Instant::now();
         std::hint::black_box(out);
+        if then_all {
+            // Every other tool on the same open run, as the server answers a switch of tool.
+            switch.clear();
+            for t in tools::TOOLS {
+                let name = t.info().name;
+                if name == tool {
+                    continue;
+                }
+                let t5 = Instant::now();
+                let out = t.run_query(&run, &[])?.json_string(false)?;
+                std::hint::black_box(out);
+                switch.push((name, t5.elapsed().as_secs_f64()));
+            }
+        }
         best_read = best_read.min((t1 - t0).as_secs_f64());
         best_decode = best_decode.min((t2 - t1).as_secs_f64());
         best_tool = best_tool.min((t4 - t3).as_secs_f64());
@@ -81,6 +98,7 @@ pub fn run(file: &Path, reps: usize, tool: &str, json: bool) -> Result<()> {
         "peak_rss_bytes": peak_kib * 1024,
         "baseline_rss_bytes": baseline_kib * 1024,
         "peak_rss_to_file_ratio": (peak_kib * 1024) as f64 / bytes_len.max(1) as f64,
+        "then_s": switch.iter().map(|(t, s)| serde_json::json!({ "tool": t, "s": s })).collect::<Vec<_>>(),
     });
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
@@ -110,6 +128,14 @@ pub fn run(file: &Path, reps: usize, tool: &str, json: bool) -> Result<()> {
             (peak_kib * 1024) as f64 / bytes_len.max(1) as f64,
             baseline_kib as f64 / 1024.0 * 1.048576
         );
+        for (t, secs) in &switch {
+            println!(
+                "then `{t}`{:w$}{:.1} ms",
+                "",
+                secs * 1e3,
+                w = 24usize.saturating_sub(t.len())
+            );
+        }
     }
     Ok(())
 }
@@ -123,7 +149,7 @@ pub fn trace(
     queries: usize,
     json: bool,
 ) -> Result<()> {
-    use xlens_analysis::trace::{synthetic_profile, TraceIndex};
+    use xlens_analysis::base::trace::{synthetic_profile, TraceIndex};
     let t0 = Instant::now();
     let (label, profile) = match (file, synthetic) {
         (_, Some(n)) => (format!("synthetic, {n} events"), synthetic_profile(n, 8)),
@@ -134,7 +160,7 @@ pub fn trace(
                 .and_then(|s| s.hosts.first())
                 .cloned()
                 .context("no profile file found")?;
-            let p = xlens_analysis::load::load_host(&host)?;
+            let p = xlens_analysis::base::load::load_host(&host)?;
             (host.path.display().to_string(), p)
         }
         (None, None) => anyhow::bail!("give a FILE or --synthetic N"),

@@ -124,9 +124,10 @@ fn fail(e: &CaptureError) -> i32 {
 
 /// One line from the loader, so an empty capture shows at once.
 fn summary(file: &std::path::Path) -> String {
-    match xlens_analysis::load::load_path(file, xlens_store::Format::XSpace) {
+    match xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace) {
         Ok(p) => {
-            let r = xlens_analysis::report::host_report("", &file.display().to_string(), 0, &p);
+            let r =
+                xlens_analysis::tools::report::host_report("", &file.display().to_string(), 0, &p);
             let (steps, step_name) = r
                 .steps
                 .as_ref()
@@ -134,8 +135,8 @@ fn summary(file: &std::path::Path) -> String {
                 .unwrap_or((0, String::new()));
             let ops = match r.top_ops_source {
                 _ if r.op_count == 0 => "no ops".to_string(),
-                Some(xlens_analysis::ops::OpSource::DeviceXlaOps)
-                | Some(xlens_analysis::ops::OpSource::HostXlaOps) => {
+                Some(xlens_analysis::base::ops::OpSource::DeviceXlaOps)
+                | Some(xlens_analysis::base::ops::OpSource::HostXlaOps) => {
                     format!("{} XLA ops", r.op_count)
                 }
                 Some(s) => format!("{} ops ({s:?})", r.op_count),

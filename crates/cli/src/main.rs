@@ -9,10 +9,11 @@ mod mapped;
 static ALLOC: alloc::HugeAlloc = alloc::HugeAlloc;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use xlens_analysis::base::context::{Analysis, Run};
 use xlens_analysis::tools;
 use xlens_store::Session;
 
@@ -38,58 +39,42 @@ enum Format {
     Csv,
 }
 
-/// Options some tools take; each tool ignores those it does not use.
-#[derive(clap::Args, Default)]
-struct ParamArgs {
-    /// memory_viewer: the HLO module to show (default: list every module).
+/// What every `xlens tool NAME` takes besides the tool's own parameters.
+#[derive(clap::Args)]
+struct ToolCommon {
+    /// A log directory, one session directory, or one profile file.
+    path: PathBuf,
+    /// Only this host.
     #[arg(long)]
-    module: Option<String>,
-    /// memory_viewer: XLA memory space (default 0, device memory).
+    host: Option<String>,
+    /// Only this session (default: every session found below PATH).
     #[arg(long)]
-    memory_space: Option<i64>,
-    /// trace_viewer: window start, picoseconds on the session's time axis.
+    run: Option<String>,
+    /// Shorthand for --format json.
     #[arg(long)]
-    start_ps: Option<i64>,
-    /// trace_viewer: window end, picoseconds.
-    #[arg(long)]
-    end_ps: Option<i64>,
-    /// trace_viewer: pixel width deciding the level of detail (default 1500).
-    #[arg(long)]
-    width: Option<u32>,
-    /// graph_viewer: the HLO instruction to draw (e.g. fusion.3); narrow with --module.
-    #[arg(long)]
-    op: Option<String>,
-    /// graph_viewer: hops of operands and users to follow (default 2).
-    #[arg(long)]
-    radius: Option<u32>,
-    /// op_profile / hlo_stats / roofline_model: peak FLOP rate in FLOP/s (e.g. 1.5e12) for CPU
-    /// profiles (default: measured on this machine, labelled as such).
-    #[arg(long)]
-    peak_flops: Option<f64>,
-    /// op_profile / hlo_stats / roofline_model: peak memory bandwidth in bytes/s (e.g. 2e11).
-    #[arg(long)]
-    peak_bw: Option<f64>,
-    /// roofline_model: plot the ops of this step (its label, e.g. 12) instead of the whole
-    /// profile.
-    #[arg(long)]
-    step: Option<String>,
+    json: bool,
+    #[arg(long, value_enum)]
+    format: Option<Format>,
 }
 
-impl ParamArgs {
-    fn to_params(&self) -> tools::ToolParams {
-        tools::ToolParams {
-            module: self.module.clone(),
-            memory_space: self.memory_space,
-            start_ps: self.start_ps,
-            end_ps: self.end_ps,
-            width: self.width,
-            op: self.op.clone(),
-            radius: self.radius,
-            peak_flops: self.peak_flops,
-            peak_bw: self.peak_bw,
-            step: self.step.clone(),
-        }
+/// `xlens tool`: one subcommand per tool of the registry, each with the common arguments and the
+/// tool's own parameters.
+fn tool_command() -> clap::Command {
+    let mut c = clap::Command::new("tool")
+        .about("Run one tool (what the server serves) and print its output.")
+        .subcommand_required(true)
+        .subcommand_value_name("TOOL")
+        // An unknown name reaches `run_tool_command`, which lists the tools.
+        .allow_external_subcommands(true);
+    for t in tools::TOOLS {
+        let i = t.info();
+        let sub = t.args(<ToolCommon as clap::Args>::augment_args(
+            clap::Command::new(i.name),
+        ));
+        // After the parameters' own derive, which sets the struct's doc comment as `about`.
+        c = c.subcommand(sub.about(i.description));
     }
+    c
 }
 
 #[derive(Subcommand)]
@@ -108,25 +93,6 @@ enum Cmd {
         /// Print stable JSON instead of text.
         #[arg(long)]
         json: bool,
-    },
-    /// Run one tool (what the server serves) and print its output.
-    Tool {
-        /// Tool name (`xlens tools` lists them).
-        name: String,
-        path: PathBuf,
-        /// Only this host.
-        #[arg(long)]
-        host: Option<String>,
-        /// Only this session (default: every session found below PATH).
-        #[arg(long)]
-        run: Option<String>,
-        /// Shorthand for --format json.
-        #[arg(long)]
-        json: bool,
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        #[command(flatten)]
-        params: ParamArgs,
     },
     /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
     BenchTrace {
@@ -186,6 +152,9 @@ enum Cmd {
         /// Also time this tool on the decoded model.
         #[arg(long, default_value = "report")]
         tool: String,
+        /// Then time every other tool on the same open profile (what switching tools costs).
+        #[arg(long)]
+        then_all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -209,39 +178,27 @@ fn keep_freed_memory() {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().subcommand(tool_command()).get_matches();
+    if let Some(("tool", m)) = matches.subcommand() {
+        keep_freed_memory();
+        exit_on_error(run_tool_command(m));
+        return;
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(cli.cmd, Cmd::Serve { .. } | Cmd::Capture { .. }) {
         keep_freed_memory();
     }
     let res = match cli.cmd {
         Cmd::Serve { logdir, bind } => serve(logdir, bind),
-        Cmd::Report { path, json } => tool(
-            "report",
-            &path,
-            None,
-            None,
-            if json { Format::Json } else { Format::Text },
-            &tools::ToolParams::default(),
-        ),
-        Cmd::Tool {
-            name,
-            path,
-            host,
-            run,
-            json,
-            format,
-            params,
-        } => {
-            let f = format.unwrap_or(if json { Format::Json } else { Format::Text });
-            tool(
-                &name,
-                &path,
-                host.as_deref(),
-                run.as_deref(),
-                f,
-                &params.to_params(),
+        Cmd::Report { path, json } => (|| {
+            let run = open_run(&path, None, None)?;
+            let out = tools::find("report")?.run_query(&run, &[])?;
+            print_output(
+                "report",
+                &out,
+                if json { Format::Json } else { Format::Text },
             )
-        }
+        })(),
         Cmd::BenchTrace {
             file,
             synthetic,
@@ -253,10 +210,10 @@ fn main() {
             if json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(tools::TOOLS).unwrap_or_default()
+                    serde_json::to_string_pretty(&tools::infos()).unwrap_or_default()
                 );
             } else {
-                for t in tools::TOOLS {
+                for t in tools::infos() {
                     println!("{:<20} {}", t.name, t.description);
                 }
             }
@@ -287,27 +244,45 @@ fn main() {
             file,
             reps,
             tool,
+            then_all,
             json,
-        } => bench::run(&file, reps, &tool, json),
+        } => bench::run(&file, reps, &tool, then_all, json),
     };
+    exit_on_error(res);
+}
+
+fn exit_on_error(res: Result<()>) {
     if let Err(e) = res {
         eprintln!("xlens: {e:#}");
         std::process::exit(1);
     }
 }
 
+/// `xlens tool NAME PATH ...`.
+fn run_tool_command(m: &clap::ArgMatches) -> Result<()> {
+    let Some((name, m)) = m.subcommand() else {
+        bail!("name a tool; `xlens tools` lists them");
+    };
+    let tool = tools::find(name)?;
+    let common =
+        <ToolCommon as clap::FromArgMatches>::from_arg_matches(m).unwrap_or_else(|e| e.exit());
+    let run = open_run(&common.path, common.host.as_deref(), common.run.as_deref())?;
+    let out = tool.run_args(&run, m)?;
+    let f = common.format.unwrap_or(if common.json {
+        Format::Json
+    } else {
+        Format::Text
+    });
+    print_output(name, &out, f)
+}
+
 fn discover(path: &Path) -> Result<Vec<Session>> {
     Ok(xlens_store::discover(path)?)
 }
 
-fn tool(
-    name: &str,
-    path: &Path,
-    host: Option<&str>,
-    run: Option<&str>,
-    f: Format,
-    params: &tools::ToolParams,
-) -> Result<()> {
+/// The sessions below `path` (only `run` when given, each narrowed to `host` when given), their
+/// hosts loaded as `xlens tool` reads them (mapped).
+fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {
         let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
@@ -321,9 +296,14 @@ fn tool(
         }
     }
     let sessions = tools::select_host(&sessions, host)?;
-    let mut load =
-        |h: &xlens_store::HostFile| mapped::load(h).map(Arc::new).map_err(|e| e.to_string());
-    let out = tools::run_tool_with(name, &sessions, &mut load, params)?;
+    Ok(Run::new(sessions, |h| {
+        mapped::load(h)
+            .map(|p| Arc::new(Analysis::new(Arc::new(p))))
+            .map_err(|e| e.to_string())
+    }))
+}
+
+fn print_output(name: &str, out: &tools::ToolOutput, f: Format) -> Result<()> {
     let text = match f {
         Format::Text => out.text(),
         Format::Json => out.json_string(true).context("serialising JSON")? + "\n",

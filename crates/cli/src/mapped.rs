@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Once;
-use xlens_analysis::load::{decode_bytes, LoadError};
+use xlens_analysis::base::load::{decode_bytes, LoadError};
 use xlens_model::Profile;
 use xlens_store::{FileBytes, HostFile};
 

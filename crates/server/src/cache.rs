@@ -1,38 +1,43 @@
-//! Decoded profiles, built once per host file and shared by every tool and request.
+//! What the server keeps between requests: each host file's analysis (its decoded profile and
+//! everything derived from it, computed once on first use and shared by every tool and request),
+//! and each selection of hosts as a [`Run`] (which holds what is derived from all its hosts
+//! together, such as the trace index).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use xlens_model::Profile;
-use xlens_store::HostFile;
+use xlens_analysis::base::context::{Analysis, Run};
+use xlens_store::{HostFile, Session};
 
-type Slot = Arc<OnceLock<Result<Arc<Profile>, String>>>;
+type Slot = Arc<OnceLock<Result<Arc<Analysis>, String>>>;
 
-/// Caches the result of loading each host file (success or the error to show), keyed by path,
-/// size and modification time so a rewritten file is loaded again.
+/// Caches the result of loading each host file (its analysis, or the error to show), keyed by
+/// path and size so a rewritten file is loaded again, and the runs built from them.
 #[derive(Default)]
 pub struct ProfileCache {
     slots: Mutex<HashMap<(PathBuf, u64), Slot>>,
+    runs: Mutex<HashMap<String, Arc<Run>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl ProfileCache {
-    /// The profile of `file`, loading it on first use. Concurrent callers wait for one load.
-    pub fn get(&self, file: &HostFile) -> Result<Arc<Profile>, String> {
+    /// The analysis of `file`, loading it on first use. Concurrent callers wait for one load.
+    pub fn get(&self, file: &HostFile) -> Result<Arc<Analysis>, String> {
         let key = (file.path.clone(), file.bytes);
-        let slot = {
-            let mut slots = match self.slots.lock() {
-                Ok(g) => g,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            slots.entry(key).or_default().clone()
-        };
+        let slot = lock(&self.slots).entry(key).or_default().clone();
         slot.get_or_init(|| {
             let path = file.path.clone();
             // A bug in an importer must not take the server down: report it as this file's error.
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                xlens_analysis::load::load_host(file)
+                xlens_analysis::base::load::load_host(file)
             })) {
-                Ok(Ok(p)) => Ok(Arc::new(p)),
+                Ok(Ok(p)) => Ok(Arc::new(Analysis::new(Arc::new(p)))),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(_) => Err(format!(
                     "{}: the importer crashed on this file (a bug in xlens; please report it)",
@@ -41,5 +46,23 @@ impl ProfileCache {
             }
         })
         .clone()
+    }
+
+    /// The run over `sessions` (already narrowed to the wanted hosts), loading its hosts on first
+    /// use; the same run (and what it has derived) for the same files afterwards.
+    pub fn run(&self, sessions: Vec<Session>) -> Arc<Run> {
+        let mut key = String::new();
+        for s in &sessions {
+            key.push_str(&s.name);
+            for h in &s.hosts {
+                key.push_str(&format!("\u{0}{}:{}", h.path.display(), h.bytes));
+            }
+            key.push('\u{1}');
+        }
+        if let Some(r) = lock(&self.runs).get(&key) {
+            return r.clone();
+        }
+        let run = Arc::new(Run::new(sessions, |h| self.get(h)));
+        lock(&self.runs).entry(key).or_insert(run).clone()
     }
 }

@@ -2,12 +2,12 @@
 
 use serde_json::Value;
 use std::fmt::Write;
-use xlens_analysis::report::fmt_ps;
+use xlens_analysis::base::fmt::fmt_ps;
 use xlens_analysis::tools::{self, ToolOutput};
 use xlens_store::Session;
 
 /// Escapes text for HTML element content and attribute values (the SVG views share it).
-pub use xlens_analysis::graph_viewer::esc;
+pub use xlens_analysis::base::fmt::esc;
 
 /// Percent-encodes a query-string value.
 pub fn url_enc(s: &str) -> String {
@@ -49,7 +49,7 @@ pub fn shell(
         );
     }
     let mut tool_opts = String::new();
-    for t in tools::TOOLS {
+    for t in tools::infos() {
         let sel = if t.name == tool { " selected" } else { "" };
         let _ = write!(
             tool_opts,

@@ -32,7 +32,6 @@ use xlens_analysis::tools::{self, ToolInfo};
 use xlens_store::Session;
 
 pub use cache::ProfileCache;
-pub use trace_api::TraceCache;
 
 /// Shared server state.
 pub struct AppState {
@@ -40,7 +39,6 @@ pub struct AppState {
     /// Shown in the page header (e.g. "bundled demo").
     pub label: String,
     pub cache: ProfileCache,
-    pub traces: TraceCache,
 }
 
 impl AppState {
@@ -49,7 +47,6 @@ impl AppState {
             logdir,
             label: label.into(),
             cache: ProfileCache::default(),
-            traces: TraceCache::default(),
         })
     }
 }
@@ -127,44 +124,16 @@ async fn api_runs(State(state): State<Shared>) -> Response {
     }
 }
 
-async fn api_tools() -> Json<&'static [ToolInfo]> {
-    Json(tools::TOOLS)
+async fn api_tools() -> Json<Vec<ToolInfo>> {
+    Json(tools::infos())
 }
 
+/// The query keys the server reads itself; every other key is a tool parameter.
 #[derive(Deserialize, Default)]
 pub struct ToolQuery {
     pub run: Option<String>,
     pub host: Option<String>,
     pub format: Option<String>,
-    /// `graph_viewer`: instruction, hops; `memory_viewer` / `graph_viewer`: module.
-    pub op: Option<String>,
-    pub radius: Option<String>,
-    pub module: Option<String>,
-    /// `memory_viewer`: XLA memory space (0 when unset).
-    pub memory_space: Option<String>,
-    /// `roofline_model`: the step whose ops to plot (the whole profile when unset).
-    pub step: Option<String>,
-}
-
-/// Tool options from query values (empty values, as HTML forms send them, count as unset).
-fn tool_params(
-    op: &Option<String>,
-    radius: &Option<String>,
-    module: &Option<String>,
-    step: &Option<String>,
-) -> tools::ToolParams {
-    let some = |v: &Option<String>| {
-        v.as_ref()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    tools::ToolParams {
-        op: some(op),
-        radius: some(radius).and_then(|r| r.parse().ok()),
-        module: some(module),
-        step: some(step),
-        ..Default::default()
-    }
 }
 
 /// Runs a tool on the blocking pool; never lets a panic escape.
@@ -173,7 +142,7 @@ async fn run_tool(
     tool: String,
     run: Option<String>,
     host: Option<String>,
-    params: tools::ToolParams,
+    params: Vec<(String, String)>,
 ) -> Result<(Session, tools::ToolOutput), (StatusCode, String)> {
     let sessions = discover(state)
         .await
@@ -207,9 +176,10 @@ async fn run_tool(
     let out = tokio::task::spawn_blocking(move || {
         let narrowed = tools::select_host(std::slice::from_ref(&s2), host.as_deref())
             .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
-        let mut load = |h: &xlens_store::HostFile| st.cache.get(h);
-        tools::run_tool_with(&tool, &narrowed, &mut load, &params).map_err(|e| match e {
-            tools::ToolError::UnknownTool(_) => (StatusCode::NOT_FOUND, e.to_string()),
+        let t = tools::find(&tool).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+        let run = st.cache.run(narrowed);
+        t.run_query(&run, &params).map_err(|e| match e {
+            tools::ToolError::Params(_) => (StatusCode::BAD_REQUEST, e.to_string()),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         })
     })
@@ -227,12 +197,8 @@ async fn api_tool(
     State(state): State<Shared>,
     UrlPath(tool): UrlPath<String>,
     Query(q): Query<ToolQuery>,
+    Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
-    let mut params = tool_params(&q.op, &q.radius, &q.module, &q.step);
-    params.memory_space = q
-        .memory_space
-        .as_deref()
-        .and_then(|v| v.trim().parse().ok());
     match run_tool(&state, tool, q.run, q.host, params).await {
         Ok((_, out)) => match q.format.as_deref() {
             Some("csv") => match out.csv() {
@@ -264,15 +230,8 @@ struct PageQuery {
     run: Option<String>,
     tool: Option<String>,
     host: Option<String>,
-    op: Option<String>,
-    radius: Option<String>,
-    module: Option<String>,
-    /// `memory_viewer`: XLA memory space (0 when unset).
-    memory_space: Option<String>,
     /// `op_profile`: grouping (`program`, `category` or `provenance`).
     group: Option<String>,
-    /// `roofline_model`: the step whose ops to plot.
-    step: Option<String>,
 }
 
 /// The memory viewer's module with the largest peak (the listing is sorted that way).
@@ -280,14 +239,14 @@ async fn largest_module(
     state: &Shared,
     run: &Option<String>,
     host: &Option<String>,
-    params: &tools::ToolParams,
+    params: &[(String, String)],
 ) -> Option<String> {
     let (_, out) = run_tool(
         state,
         "memory_viewer".to_string(),
         run.clone(),
         host.clone(),
-        params.clone(),
+        params.to_vec(),
     )
     .await
     .ok()?;
@@ -300,7 +259,11 @@ async fn largest_module(
         .map(str::to_string)
 }
 
-async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Response {
+async fn page(
+    State(state): State<Shared>,
+    Query(q): Query<PageQuery>,
+    Query(mut params): Query<Vec<(String, String)>>,
+) -> Response {
     let sessions = match discover(&state).await {
         Ok(s) => s,
         Err(e) => {
@@ -328,14 +291,14 @@ async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Respon
         // The trace viewer draws itself from the level-of-detail API.
         html::trace_body()
     } else {
-        let mut params = tool_params(&q.op, &q.radius, &q.module, &q.step);
-        params.memory_space = q
-            .memory_space
-            .as_deref()
-            .and_then(|v| v.trim().parse().ok());
-        if tool == "memory_viewer" && params.module.is_none() {
+        let has_module = params
+            .iter()
+            .any(|(k, v)| k == "module" && !v.trim().is_empty());
+        if tool == "memory_viewer" && !has_module {
             // Show the module with the largest peak rather than none.
-            params.module = largest_module(&state, &run, &host, &params).await;
+            if let Some(m) = largest_module(&state, &run, &host, &params).await {
+                params.push(("module".to_string(), m));
+            }
         }
         match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
             Ok((sess, out)) => match tool.as_str() {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use std::fmt::Write;
-use xlens_analysis::memory_profile::fmt_bytes;
-use xlens_analysis::report::fmt_ps;
+use xlens_analysis::base::fmt::fmt_bytes;
+use xlens_analysis::base::fmt::fmt_ps;
 
 use crate::html::{arr, error_box, esc, n, s, url_enc};
 

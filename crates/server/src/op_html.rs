@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use std::fmt::Write;
-use xlens_analysis::report::fmt_ps;
+use xlens_analysis::base::fmt::fmt_ps;
 
 use crate::html::{arr, error_box, esc, f, n, s, url_enc};
 

@@ -1,24 +1,15 @@
 //! Trace viewer routes: level-of-detail viewports, event details, search, range statistics and
-//! Chrome-trace export, over one [`TraceIndex`] per (run, host selection), built once.
+//! Chrome-trace export, over the trace index of the run (one per host selection, built once).
 
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use xlens_analysis::trace::TraceIndex;
+use std::sync::Arc;
+use xlens_analysis::base::trace::TraceIndex;
 
 use crate::{discover, error_json, Shared};
-
-type Slot = Arc<OnceLock<Result<Arc<TraceIndex>, String>>>;
-
-/// Trace indices by run, host filter and the files' identities.
-#[derive(Default)]
-pub struct TraceCache {
-    slots: Mutex<HashMap<String, Slot>>,
-}
 
 #[derive(Deserialize, Default)]
 pub struct TraceQuery {
@@ -74,36 +65,12 @@ pub async fn index_for(
             ),
         ));
     }
-    let key = format!(
-        "{}\u{0}{}",
-        session.name,
-        hosts
-            .iter()
-            .map(|h| format!("{}:{}", h.path.display(), h.bytes))
-            .collect::<Vec<_>>()
-            .join("\u{0}")
-    );
-    let slot = {
-        let mut slots = match state.traces.slots.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        slots.entry(key).or_default().clone()
-    };
+    let narrowed = xlens_store::Session { hosts, ..session };
     let st = state.clone();
     tokio::task::spawn_blocking(move || {
-        slot.get_or_init(|| {
-            let mut loaded = Vec::new();
-            for h in &hosts {
-                match st.cache.get(h) {
-                    Ok(p) => loaded.push((h.host.clone(), p)),
-                    Err(e) => return Err(e),
-                }
-            }
-            std::panic::catch_unwind(|| Arc::new(TraceIndex::build(loaded)))
-                .map_err(|_| "building the trace index failed (a bug in xlens)".to_string())
-        })
-        .clone()
+        let run = st.cache.run(vec![narrowed]);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.trace_index()))
+            .unwrap_or_else(|_| Err("building the trace index failed (a bug in xlens)".to_string()))
     })
     .await
     .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?

@@ -23,5 +23,41 @@ pub fn fixture_file(run: &str) -> PathBuf {
 
 /// A fixture run decoded into the model.
 pub fn load(run: &str) -> Profile {
-    xlens_analysis::load::load_path(&fixture_file(run), xlens_store::Format::XSpace).expect("load")
+    xlens_analysis::base::load::load_path(&fixture_file(run), xlens_store::Format::XSpace)
+        .expect("load")
+}
+
+/// A profile's analysis context (derived analyses computed on first use).
+pub fn analysis(p: Profile) -> xlens_analysis::base::context::Analysis {
+    xlens_analysis::base::context::Analysis::new(std::sync::Arc::new(p))
+}
+
+/// A fixture run's analysis context.
+pub fn load_analysis(run: &str) -> xlens_analysis::base::context::Analysis {
+    analysis(load(run))
+}
+
+/// The run over `sessions`, each host loaded from its file.
+pub fn open_run(sessions: Vec<xlens_store::Session>) -> xlens_analysis::base::context::Run {
+    xlens_analysis::base::context::Run::new(sessions, |h| {
+        xlens_analysis::base::load::load_host(h)
+            .map(|p| std::sync::Arc::new(analysis(p)))
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Runs tool `name` over `run` with query-string parameters, as the server does.
+pub fn run_tool(
+    name: &str,
+    run: &xlens_analysis::base::context::Run,
+    params: &[(&str, &str)],
+) -> xlens_analysis::tools::ToolOutput {
+    let q: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    xlens_analysis::tools::find(name)
+        .expect("tool")
+        .run_query(run, &q)
+        .expect("tool runs")
 }

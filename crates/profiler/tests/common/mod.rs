@@ -39,7 +39,7 @@ pub fn workload() -> i64 {
 
 /// Event counts by name in a file, as xlens reads it; and the thread (line) names.
 pub fn xlens_counts(file: &Path) -> (BTreeMap<String, usize>, Vec<String>) {
-    let p = xlens_analysis::load::load_path(file, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace).unwrap();
     let mut counts = BTreeMap::new();
     let mut lines = Vec::new();
     for plane in &p.planes {
@@ -59,8 +59,8 @@ pub fn xlens_counts(file: &Path) -> (BTreeMap<String, usize>, Vec<String>) {
 
 /// Steps xlens finds: (annotation name, count).
 pub fn xlens_steps(file: &Path) -> (String, usize) {
-    let p = xlens_analysis::load::load_path(file, xlens_store::Format::XSpace).unwrap();
-    let r = xlens_analysis::report::host_report("h", "f", 0, &p);
+    let p = xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace).unwrap();
+    let r = xlens_analysis::tools::report::host_report("h", "f", 0, &p);
     let s = r.steps.expect("steps");
     (s.name.unwrap_or_default(), s.count)
 }

@@ -2,9 +2,11 @@
 //! host and device side, never cut to a top N, plus the IDLE rows, as XProf's `framework_op_stats`.
 
 use serde::Serialize;
-use xlens_model::Profile;
 
-use crate::op_metrics::{device_framework_ops, host_framework_ops, op_metrics, FrameworkOp};
+use crate::base::context::{Analysis, Run};
+use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
+
+use crate::base::op_metrics::{device_framework_ops, FrameworkOp};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameworkOpRow {
@@ -30,13 +32,16 @@ pub struct FrameworkOpStats {
     pub notes: Vec<String>,
 }
 
-pub fn framework_op_stats(p: &Profile) -> FrameworkOpStats {
-    let (mut host, host_idle) = host_framework_ops(p);
-    let db = op_metrics(p);
+pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
+    let _p = a.profile();
+    let fw = a.host_framework_ops();
+    let (mut host, host_idle) = (fw.0.clone(), fw.1);
+    let db = a.op_metrics();
     let dev = device_framework_ops(&db);
     let has_device = matches!(
         db.source,
-        Some(crate::ops::OpSource::DeviceXlaOps) | Some(crate::ops::OpSource::GpuStreams)
+        Some(crate::base::ops::OpSource::DeviceXlaOps)
+            | Some(crate::base::ops::OpSource::GpuStreams)
     );
     let mut notes = vec![
         "Host ops: TF `name:Type`, tf.data `Iterator::...` and `MemcpyHToD`-style events on host threads; self time excludes framework ops nested in them. IDLE: per thread (or device), first op start to last op end not covered by op self time; on host threads, instant events tagged with a `tf_op` stat (memory allocations) also bound the span, as in XProf.".to_string(),
@@ -108,8 +113,8 @@ pub fn render_csv(s: &FrameworkOpStats) -> String {
             "{},{},{},{},{},{},{},{},{},{:.4},{},{}\n",
             i + 1,
             r.op.host_or_device,
-            crate::tools::csv_field(&r.op.op_type),
-            crate::tools::csv_field(&r.op.name),
+            crate::base::fmt::csv_field(&r.op.op_type),
+            crate::base::fmt::csv_field(&r.op.name),
             r.op.occurrences,
             r.op.total_time_ps as f64 / 1e6,
             r.avg_time_ps as f64 / 1e6,
@@ -123,4 +128,25 @@ pub fn render_csv(s: &FrameworkOpStats) -> String {
         ));
     }
     o
+}
+
+/// The framework op stats tool.
+pub struct FrameworkOpStatsTool;
+
+impl Tool for FrameworkOpStatsTool {
+    const NAME: &'static str = "framework_op_stats";
+    const TITLE: &'static str = "Framework op stats";
+    const DESCRIPTION: &'static str = "Every framework op, host and device side, with self time, occurrences and FLOP rate, plus IDLE rows (no top-N cut).";
+    type Params = NoParams;
+    type Output = PerHost<FrameworkOpStats>;
+
+    fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
+        Ok(PerHost::of(Self::NAME, run, framework_op_stats))
+    }
+    fn text(r: &Self::Output) -> String {
+        r.text(render_csv)
+    }
+    fn csv(r: &Self::Output) -> Option<String> {
+        Some(r.csv(render_csv))
+    }
 }

@@ -4,19 +4,20 @@
 //! steps) and for each op, over the whole profile or, with a step chosen, within that step; the
 //! table of records; compute- vs memory-bound per op.
 //!
-//! The op figures are those of [`crate::op_profile`] (XLA's FLOPs and bytes where the profile has
-//! them, else the cost model), the roofs those of [`crate::peaks`] (with their source).
+//! The op figures are those of [`crate::base::hlo_ops`] (XLA's FLOPs and bytes where the profile has
+//! them, else the cost model), the roofs those of [`crate::base::peaks`] (with their source).
 
 use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
-use xlens_store::Session;
 
-use crate::op_profile::{host_ops, CostSource, OpRow};
-use crate::ops::{op_lines, op_name, OpSource};
-use crate::peaks::{PeakSpec, UserPeaks};
-use crate::steps::find_steps;
-use crate::tools::{csv_field, Loader};
+use crate::base::context::{Analysis, Run};
+use crate::base::fmt::csv_field;
+use crate::base::hlo_ops::{CostSource, OpRow, GIB_PER_GB};
+use crate::base::ops::{op_lines, op_name, OpSource};
+use crate::base::peaks::{PeakSpec, UserPeaks};
+use crate::base::steps::find_steps;
+use crate::base::tool::{Tool, ToolError};
 
 /// One point of the plot (and one record of the table).
 #[derive(Debug, Clone, Serialize)]
@@ -81,8 +82,6 @@ pub struct RooflineReport {
     pub tool: &'static str,
     pub hosts: Vec<HostRoofline>,
 }
-
-const GIB_PER_GB: f64 = 1e9 / (1u64 << 30) as f64;
 
 #[allow(clippy::too_many_arguments)]
 fn point(
@@ -186,7 +185,7 @@ fn program_id(
 /// the op table is built): every op event starting in a step, as (step, op key) in scan order,
 /// an op key being (plane, metadata, program id).
 struct StepBins<'a> {
-    steps: crate::steps::Steps,
+    steps: crate::base::steps::Steps,
     keys: Vec<(&'a xlens_model::Plane, u32, Option<u64>)>,
     /// (step index, key index, duration).
     events: Vec<(u32, u32, i64)>,
@@ -202,7 +201,7 @@ fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
     let kh = p.key("hlo_op");
     let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
     type OpKey = (usize, u32, Option<u64>);
-    let mut index: crate::fx::FxMap<OpKey, u32> = crate::fx::FxMap::default();
+    let mut index: crate::base::fx::FxMap<OpKey, u32> = crate::base::fx::FxMap::default();
     let mut keys = Vec::new();
     let mut events = Vec::new();
     let host_xla = source == Some(OpSource::HostXlaOps);
@@ -284,7 +283,7 @@ fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
 fn step_points(
     p: &Profile,
     bins: Option<StepBins<'_>>,
-    ops: &[OpRow],
+    ops: &[&OpRow],
     peaks: Option<&PeakSpec>,
 ) -> Vec<RooflinePoint> {
     let Some(bins) = bins else {
@@ -355,7 +354,7 @@ fn step_points(
 /// per-occurrence FLOPs and bytes. `None` when no step has that label.
 fn step_op_points(
     p: &Profile,
-    ops: &[OpRow],
+    ops: &[&OpRow],
     peaks: Option<&PeakSpec>,
     label: &str,
 ) -> Option<Vec<RooflinePoint>> {
@@ -436,31 +435,32 @@ fn step_op_points(
 }
 
 /// The roofline of one host, with op points over the whole profile.
-pub fn host_roofline(host: &str, p: &Profile, user: UserPeaks) -> HostRoofline {
-    host_roofline_at(host, p, user, None)
+pub fn host_roofline(host: &str, a: &Analysis, user: UserPeaks) -> HostRoofline {
+    host_roofline_at(host, a, user, None)
 }
 
 /// The roofline of one host; with `step`, the op points are those of that step (labelled as in
 /// the step points), else of the whole profile.
 pub fn host_roofline_at(
     host: &str,
-    p: &Profile,
+    a: &Analysis,
     user: UserPeaks,
     step: Option<&str>,
 ) -> HostRoofline {
+    let p = a.profile();
     // The machine's peaks are measured (CPU profiles) before anything runs alongside.
-    crate::peaks::peak_spec(p, user);
+    crate::base::peaks::peak_spec(p, user);
     // The op table and the step binning are independent passes over the op events.
-    let (bins, h) = crate::par::join(|| bin_steps(p), || host_ops(p, user));
+    let (bins, h) = crate::base::par::join(|| bin_steps(p), || a.hlo_ops(user));
     let peaks = Some(&h.peaks);
-    let mut ops = h.ops;
+    let mut ops: Vec<&OpRow> = h.ops.iter().collect();
     ops.sort_by(|a, b| {
         b.self_time_ps
             .cmp(&a.self_time_ps)
             .then_with(|| a.name.cmp(&b.name))
     });
     let mut points = Vec::new();
-    let sum = |f: &dyn Fn(&OpRow) -> f64| ops.iter().map(f).sum::<f64>();
+    let sum = |f: &dyn Fn(&OpRow) -> f64| ops.iter().map(|o| f(o)).sum::<f64>();
     points.push(point(
         "Total",
         "host",
@@ -501,7 +501,7 @@ pub fn host_roofline_at(
     let steps = step_points(p, bins, &ops, peaks);
     let step_count = steps.len();
     points.extend(steps);
-    let mut notes = h.notes;
+    let mut notes = h.notes.clone();
     let in_step = step.and_then(|label| {
         let pts = step_op_points(p, &ops, peaks, label);
         if pts.is_none() {
@@ -539,7 +539,7 @@ pub fn host_roofline_at(
         peak_flop_rate_gflops: h.peaks.flops_per_second.map(|f| f / 1e9),
         peak_hbm_bw_gibps: h.peaks.bytes_per_second.map(|b| b / 1e9 * GIB_PER_GB),
         ridge_point: h.peaks.ridge_point(),
-        peaks: Some(h.peaks),
+        peaks: Some(h.peaks.clone()),
         cost_source: h.cost_source,
         op_count: ops.len(),
         step_count,
@@ -551,37 +551,67 @@ pub fn host_roofline_at(
     }
 }
 
-/// The roofline of every host of `sessions`.
-pub fn report(
-    sessions: &[Session],
-    load: &mut Loader<'_>,
-    user: UserPeaks,
-    step: Option<&str>,
-) -> RooflineReport {
-    let mut hosts = Vec::new();
-    for s in sessions {
-        for h in &s.hosts {
-            hosts.push(match load(h) {
-                Ok(p) => host_roofline_at(&h.host, &p, user, step),
-                Err(e) => HostRoofline {
-                    host: h.host.clone(),
-                    error: Some(e),
-                    peaks: None,
-                    peak_flop_rate_gflops: None,
-                    peak_hbm_bw_gibps: None,
-                    ridge_point: None,
-                    cost_source: CostSource::None,
-                    op_count: 0,
-                    step_count: 0,
-                    selected_step: None,
-                    points: Vec::new(),
-                    compute_bound_ops: 0,
-                    memory_bound_ops: 0,
-                    notes: Vec::new(),
-                },
-            });
-        }
+/// The roofline tool's parameters.
+#[derive(Debug, Clone, Default, clap::Args, serde::Deserialize)]
+pub struct RooflineParams {
+    /// Peak FLOP rate in FLOP/s (e.g. 1.5e12) for CPU profiles (default: measured on this
+    /// machine, labelled as such).
+    #[arg(long)]
+    pub peak_flops: Option<f64>,
+    /// Peak memory bandwidth in bytes/s (e.g. 2e11).
+    #[arg(long)]
+    pub peak_bw: Option<f64>,
+    /// Plot the ops of this step (its label, e.g. 12) instead of the whole profile.
+    #[arg(long)]
+    pub step: Option<String>,
+}
+
+/// The roofline model tool.
+pub struct RooflineModel;
+
+impl Tool for RooflineModel {
+    const NAME: &'static str = "roofline_model";
+    const TITLE: &'static str = "Roofline";
+    const DESCRIPTION: &'static str = "Operational intensity vs FLOP rate against the device's compute and HBM roofs: the whole program, each program, each step and each op, compute- or memory-bound.";
+    type Params = RooflineParams;
+    type Output = RooflineReport;
+
+    fn run(run: &Run, p: &RooflineParams) -> Result<RooflineReport, ToolError> {
+        let user = UserPeaks {
+            flops_per_second: p.peak_flops,
+            bytes_per_second: p.peak_bw,
+        };
+        Ok(report(run, user, p.step.as_deref()))
     }
+    fn text(r: &RooflineReport) -> String {
+        render_text(r)
+    }
+    fn csv(r: &RooflineReport) -> Option<String> {
+        Some(render_csv(r))
+    }
+}
+
+/// The roofline of every host of `run`.
+pub fn report(run: &Run, user: UserPeaks, step: Option<&str>) -> RooflineReport {
+    let hosts = run.map_hosts(
+        |h, a| host_roofline_at(h.host(), a, user, step),
+        |h, e| HostRoofline {
+            host: h.host().to_string(),
+            error: Some(e.to_string()),
+            peaks: None,
+            peak_flop_rate_gflops: None,
+            peak_hbm_bw_gibps: None,
+            ridge_point: None,
+            cost_source: CostSource::None,
+            op_count: 0,
+            step_count: 0,
+            selected_step: None,
+            points: Vec::new(),
+            compute_bound_ops: 0,
+            memory_bound_ops: 0,
+            notes: Vec::new(),
+        },
+    );
     RooflineReport {
         tool: "roofline_model",
         hosts,

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use xlens_model::Profile;
 
-use crate::device::{device_planes, DeviceKind};
+use crate::base::device::{device_planes, DeviceKind};
 
 /// Where the steps came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -150,7 +150,7 @@ fn annotated_steps(p: &Profile) -> Option<Steps> {
         found
     };
     let (mut a, b) = if total >= 200_000 && !second.is_empty() {
-        crate::par::join(|| scan(first), || scan(second))
+        crate::base::par::join(|| scan(first), || scan(second))
     } else {
         (scan(first), scan(second))
     };

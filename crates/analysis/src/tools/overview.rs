@@ -2,14 +2,14 @@
 //! device duty cycle, op placement, FLOP rate, top ops and recommendations with their evidence.
 
 use serde::Serialize;
-use xlens_model::Profile;
-use xlens_store::Session;
 
-use crate::device::{device_info, DeviceInfo};
-use crate::op_metrics::{host_framework_ops, OpMetric, OpMetricsJob};
-use crate::ops::OpSource;
-use crate::step_db::{step_db_prepare, Category, StepDb, StepRow, Summary, CATEGORIES};
-use crate::tools::Loader;
+use crate::base::context::{Analysis, Run};
+use crate::base::tool::{NoParams, Tool, ToolError};
+
+use crate::base::device::DeviceInfo;
+use crate::base::op_metrics::OpMetric;
+use crate::base::ops::OpSource;
+use crate::base::step_db::{Category, StepRow, Summary, CATEGORIES};
 
 pub const TOP_OPS: usize = 10;
 
@@ -96,7 +96,7 @@ pub struct Recommendation {
 pub struct HostOverview {
     pub host: String,
     pub error: Option<String>,
-    pub hardware: Option<crate::step_db::Hardware>,
+    pub hardware: Option<crate::base::step_db::Hardware>,
     pub device: Option<DeviceInfo>,
     /// XProf-compatible steps (XProf drops the first and last when more than 5 remain).
     pub steps: StepTable,
@@ -105,7 +105,7 @@ pub struct HostOverview {
     pub steps_notes: Vec<String>,
     /// Busy share of each device (op self time / first-to-last op span), percent.
     pub device_duty_cycle_percent: Option<f64>,
-    pub devices: Vec<crate::op_metrics::DeviceTime>,
+    pub devices: Vec<crate::base::op_metrics::DeviceTime>,
     pub placement: Placement,
     pub op_source: Option<&'static str>,
     pub total_flops: f64,
@@ -116,7 +116,7 @@ pub struct HostOverview {
     pub op_count: usize,
     pub recommendations: Vec<Recommendation>,
     /// Peak memory against the device's capacity, when the profile states the capacity.
-    pub memory_headroom: Option<crate::memory_headroom::Headroom>,
+    pub memory_headroom: Option<crate::base::headroom::Headroom>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -146,31 +146,13 @@ fn ms(ps: i64) -> String {
     format!("{:.3} ms", ps as f64 / 1e9)
 }
 
-pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
-    // Steps and op metrics are independent passes over the events. The step grouping's first
-    // half uses both cores by itself; its second half is sequential, so the op metrics run
-    // alongside it: one thread takes op lines while the other groups steps, then joins in on
-    // the lines left (no third thread competing for two cores, and neither side waits for the
-    // other: on the 49 MB JAX profile they take about as long, one or the other longer from
-    // run to run).
-    let prep = step_db_prepare(p);
-    let ops = OpMetricsJob::new(p);
-    let ((db, steps, steps_all), (dev, (host_ops, _))) = crate::par::join(
-        || {
-            let mut db: StepDb = prep.finish();
-            let steps = StepTable::from_rows(std::mem::take(&mut db.steps));
-            let steps_all = StepTable::from_rows(std::mem::take(&mut db.steps_all));
-            ops.help();
-            (db, steps, steps_all)
-        },
-        || {
-            let dev = device_info(p);
-            let host_ops = host_framework_ops(p);
-            ops.help();
-            (dev, host_ops)
-        },
-    );
-    let ops = ops.finish();
+pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
+    let (db, ops) = a.steps_and_ops();
+    let steps = StepTable::of(&db.steps);
+    let steps_all = StepTable::of(&db.steps_all);
+    let dev = a.device().clone();
+    let host_ops = a.host_framework_ops();
+    let host_ops = &host_ops.0;
     let on_device = matches!(
         ops.source,
         Some(OpSource::DeviceXlaOps) | Some(OpSource::GpuStreams)
@@ -269,7 +251,7 @@ pub fn host_overview(host: &str, p: &Profile) -> HostOverview {
             ),
         });
     }
-    let headroom = crate::memory_headroom::memory_headroom(p);
+    let headroom = a.headroom().cloned();
     if let Some(h) = &headroom {
         rec.push(Recommendation {
             text: if h.growth_factor >= 1.5 {
@@ -349,24 +331,36 @@ fn failed(host: &str, e: String) -> HostOverview {
     }
 }
 
-pub fn overview(sessions: &[Session], load: &mut Loader<'_>) -> Overview {
-    let mut hosts = Vec::new();
-    let mut run = String::new();
-    for s in sessions {
-        if run.is_empty() {
-            run = s.name.clone();
-        }
-        for h in &s.hosts {
-            hosts.push(match load(h) {
-                Ok(p) => host_overview(&h.host, &p),
-                Err(e) => failed(&h.host, e),
-            });
-        }
+/// The overview page of every host of a run.
+pub struct OverviewPage;
+
+impl Tool for OverviewPage {
+    const NAME: &'static str = "overview_page";
+    const TITLE: &'static str = "Overview";
+    const DESCRIPTION: &'static str = "Steps (XProf-compatible and all) with mean, std dev, min, max and a per-step breakdown; run environment, device duty cycle, op placement, FLOP rate, top ops, recommendations with evidence.";
+    type Params = NoParams;
+    type Output = Overview;
+
+    fn run(run: &Run, _: &NoParams) -> Result<Overview, ToolError> {
+        Ok(overview(run))
     }
+    fn text(o: &Overview) -> String {
+        render_text(o)
+    }
+    fn csv(o: &Overview) -> Option<String> {
+        Some(render_csv(o))
+    }
+}
+
+pub fn overview(run: &Run) -> Overview {
+    let hosts = run.map_hosts(
+        |h, a| host_overview(h.host(), a),
+        |h, e| failed(h.host(), e.to_string()),
+    );
     let first_index = hosts.iter().position(|h| h.error.is_none());
     let first = first_index.and_then(|i| hosts.get(i));
     Overview {
-        run,
+        run: run.name().to_string(),
         host_count: hosts.len(),
         device_type: first
             .and_then(|h| h.device.as_ref())
@@ -440,8 +434,8 @@ pub fn render_csv(o: &Overview) -> String {
         for r in &h.steps.rows {
             t.push_str(&format!(
                 "{},{},{},{},{}",
-                crate::tools::csv_field(&h.host),
-                crate::tools::csv_field(&r.name),
+                crate::base::fmt::csv_field(&h.host),
+                crate::base::fmt::csv_field(&r.name),
                 r.group_id,
                 r.begin_ps,
                 r.duration_ps

@@ -1,6 +1,6 @@
 //! The shared op-metrics layer: per op (and per device), occurrences, total and self time, FLOPs
 //! and bytes accessed, HLO category and program, framework provenance, and explicit IDLE time.
-//! Built on [`crate::ops::op_lines`] (which lines hold ops); used by `overview_page`,
+//! Built on [`crate::base::ops::op_lines`] (which lines hold ops); used by `overview_page`,
 //! `framework_op_stats` and `input_pipeline_analyzer`.
 //!
 //! * **Device ops** come from TPU/GPU `XLA Ops` lines, else GPU stream lines (kernels, copies),
@@ -18,13 +18,13 @@
 //!   memory allocations, bound the span without being listed), and an op's end closes any op
 //!   opened after it and still open.
 
-use crate::fx::FxMap;
+use crate::base::fx::FxMap;
 use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StatValue, StrId};
 
-use crate::hlo::OpNames;
-use crate::ops::{op_lines, op_name, OpSource};
+use crate::base::hlo::OpNames;
+use crate::base::ops::{op_lines, op_name, OpSource};
 
 /// One op (aggregated over its occurrences on all devices of a host).
 #[derive(Debug, Clone, Serialize)]
@@ -170,7 +170,7 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let slots = crate::ops::stat_slots(
+        let slots = crate::base::ops::stat_slots(
             p,
             &[
                 ("flops", F_FLOPS as u8 + 1),
@@ -424,7 +424,7 @@ fn partial_metrics(
 pub fn op_metrics(p: &Profile) -> OpMetricsDb {
     let job = OpMetricsJob::new(p);
     if job.events >= PARALLEL_MIN_EVENTS && job.lines.len() > 1 {
-        crate::par::join(|| job.help(), || job.help());
+        crate::base::par::join(|| job.help(), || job.help());
     }
     job.finish()
 }
@@ -896,7 +896,7 @@ mod tests {
 
     #[test]
     fn the_result_does_not_depend_on_who_takes_which_line() {
-        let p = crate::load::jax_fixture();
+        let p = crate::base::load::jax_fixture();
         let json = |db: &OpMetricsDb| serde_json::to_string(db).expect("json");
         // Everything on one thread, in line order of work.
         let alone = OpMetricsJob::new(&p).finish();
@@ -904,7 +904,7 @@ mod tests {
         // Two threads taking lines from the queue.
         let job = OpMetricsJob::new(&p);
         assert!(job.lines.len() > 1);
-        crate::par::join(|| job.help(), || job.help());
+        crate::base::par::join(|| job.help(), || job.help());
         assert_eq!(json(&job.finish()), json(&alone));
         // The lines taken in the opposite order.
         let mut job = OpMetricsJob::new(&p);

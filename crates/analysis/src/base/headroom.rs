@@ -12,8 +12,10 @@
 use serde::Serialize;
 use xlens_model::Profile;
 
-use crate::device::device_info;
-use crate::memory_profile::{allocator_capacity_bytes, fmt_bytes, memory_profile, MemoryProfile};
+use crate::base::allocators::{allocator_capacity_bytes, memory_profile, MemoryProfile};
+use crate::base::context::Analysis;
+use crate::base::device::device_info;
+use crate::base::fmt::fmt_bytes;
 
 /// Peak memory against device capacity.
 #[derive(Debug, Clone, Serialize)]
@@ -110,10 +112,10 @@ fn fmt_gib(b: i64) -> String {
 /// The headroom answer for one host profile: the largest program peak (memory viewer, device
 /// memory) or else the largest allocator peak, against the stated device memory. `None` when the
 /// profile states no capacity or has no peak.
-pub fn memory_headroom(p: &Profile) -> Option<Headroom> {
-    let mp = memory_profile(p);
-    let (cap, cap_src) = device_memory_capacity(p, Some(&mp))?;
-    let mv = crate::memory_viewer::memory_viewer_of(&crate::hlo::hlo_index(p), None, 0);
+pub fn memory_headroom(a: &Analysis) -> Option<Headroom> {
+    let mp = a.allocators();
+    let (cap, cap_src) = device_memory_capacity(a.profile(), Some(&mp))?;
+    let mv = crate::base::heap::memory_viewer_of(&a.hlo(), None, 0);
     if let Some(m) = mv
         .modules
         .iter()

@@ -47,8 +47,10 @@ use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 use xlens_proto::xla::{HloComputationProto, HloInstructionProto, ShapeProto};
 
-use crate::device::{device_planes, DeviceKind};
-use crate::hlo::{shape_elements, shape_unpadded_bytes, HloIndex, HloModule, PROGRAM_ID_STAT};
+use crate::base::device::{device_planes, DeviceKind};
+use crate::base::hlo::{
+    shape_elements, shape_unpadded_bytes, HloIndex, HloModule, PROGRAM_ID_STAT,
+};
 
 /// The cost of one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -208,7 +210,7 @@ fn leaf_elements(s: Option<&ShapeProto>) -> i64 {
     match s {
         None => 0,
         Some(s) if is_tuple(s) => s.tuple_shapes.iter().map(|t| leaf_elements(Some(t))).sum(),
-        Some(s) if crate::hlo::dtype_bytes(s.element_type).is_some() => shape_elements(s),
+        Some(s) if crate::base::hlo::dtype_bytes(s.element_type).is_some() => shape_elements(s),
         Some(_) => 0,
     }
 }

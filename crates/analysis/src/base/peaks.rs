@@ -19,7 +19,7 @@ use serde::Serialize;
 use std::sync::OnceLock;
 use xlens_model::{Plane, Profile};
 
-use crate::device::{device_info, device_planes, DeviceKind};
+use crate::base::device::{device_info, device_planes, DeviceKind};
 
 /// Where a peak figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -185,6 +185,27 @@ pub fn lookup(model: &str) -> Option<&'static TableEntry> {
         return None;
     };
     TABLE.iter().find(|e| e.name == name)
+}
+
+/// Peak figures as parameters of the tools that use them (`op_profile`, `hlo_stats`).
+#[derive(Debug, Clone, Copy, Default, clap::Args, serde::Deserialize)]
+pub struct PeakParams {
+    /// Peak FLOP rate in FLOP/s (e.g. 1.5e12) for CPU profiles (default: measured on this
+    /// machine, labelled as such).
+    #[arg(long)]
+    pub peak_flops: Option<f64>,
+    /// Peak memory bandwidth in bytes/s (e.g. 2e11).
+    #[arg(long)]
+    pub peak_bw: Option<f64>,
+}
+
+impl PeakParams {
+    pub fn user(&self) -> UserPeaks {
+        UserPeaks {
+            flops_per_second: self.peak_flops,
+            bytes_per_second: self.peak_bw,
+        }
+    }
 }
 
 /// Peaks the user states (for CPU profiles, or to override).

@@ -3,10 +3,13 @@
 //! use — with occurrences and total/avg/min/max duration, as XProf's `kernel_stats`.
 
 use serde::Serialize;
+
+use crate::base::context::Run;
+use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 use std::collections::HashMap;
 use xlens_model::{Profile, StrId};
 
-use crate::device::{device_planes, DeviceKind};
+use crate::base::device::{device_planes, DeviceKind};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Kernel {
@@ -143,14 +146,14 @@ pub fn render_csv(k: &KernelStats) -> String {
         o.push_str(&format!(
             "{},{},{},{},\"{}\",\"{}\",{},{},{},{},{},{},{},{}\n",
             i + 1,
-            crate::tools::csv_field(&k.kernel_name),
+            crate::base::fmt::csv_field(&k.kernel_name),
             k.registers_per_thread,
             k.shmem_bytes,
             k.block_dim,
             k.grid_dim,
             k.occupancy_pct.map(|v| v.to_string()).unwrap_or_default(),
             k.is_kernel_using_tensor_core,
-            crate::tools::csv_field(&k.op_name),
+            crate::base::fmt::csv_field(&k.op_name),
             k.occurrences,
             k.total_duration_ps as f64 / 1e6,
             k.avg_duration_ps as f64 / 1e6,
@@ -159,4 +162,25 @@ pub fn render_csv(k: &KernelStats) -> String {
         ));
     }
     o
+}
+
+/// The kernel stats tool.
+pub struct KernelStatsTool;
+
+impl Tool for KernelStatsTool {
+    const NAME: &'static str = "kernel_stats";
+    const TITLE: &'static str = "Kernel stats";
+    const DESCRIPTION: &'static str = "GPU kernels: registers, shared memory, grid and block, tensor-core use, occurrences and durations.";
+    type Params = NoParams;
+    type Output = PerHost<KernelStats>;
+
+    fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
+        Ok(PerHost::of(Self::NAME, run, |a| kernel_stats(a.profile())))
+    }
+    fn text(r: &Self::Output) -> String {
+        r.text(render_csv)
+    }
+    fn csv(r: &Self::Output) -> Option<String> {
+        Some(r.csv(render_csv))
+    }
 }

@@ -5,17 +5,18 @@
 //! `source_stack` (older XProf) and xlens's own extras (`flops`, `bytes_accessed`,
 //! `flops_utilization`, `hbm_utilization`, `cost_source`).
 //!
-//! Built on the op rows of [`crate::op_profile`], so its figures are the op profile's: XLA's FLOPs
+//! Built on the op rows of [`crate::base::hlo_ops`], so its figures are the op profile's: XLA's FLOPs
 //! and bytes where the profile has them, else the cost model (CPU-only profiles, where XProf's
 //! `hlo_stats` is empty).
 
 use serde::Serialize;
-use xlens_model::Profile;
-use xlens_store::Session;
 
-use crate::op_profile::{host_ops, CostSource};
-use crate::peaks::{PeakSpec, UserPeaks};
-use crate::tools::{csv_field, Loader};
+use crate::base::context::{Analysis, Run};
+use crate::base::fmt::csv_field;
+use crate::base::hlo_ops::CostSource;
+use crate::base::hlo_ops::OpRow;
+use crate::base::peaks::{PeakParams, PeakSpec, UserPeaks};
+use crate::base::tool::{Tool, ToolError};
 
 /// XProf 2.24.2's `hlo_stats` column ids, in its order.
 pub const XPROF_COLUMNS: &[&str] = &[
@@ -117,9 +118,9 @@ pub struct HloStatsReport {
 }
 
 /// The HLO op stats of one host.
-pub fn host_hlo_stats(host: &str, p: &Profile, user: UserPeaks) -> HostHloStats {
-    let h = host_ops(p, user);
-    let mut ops = h.ops;
+pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats {
+    let h = a.hlo_ops(user);
+    let mut ops: Vec<&OpRow> = h.ops.iter().collect();
     ops.sort_by(|a, b| {
         b.self_time_ps
             .cmp(&a.self_time_ps)
@@ -170,32 +171,48 @@ pub fn host_hlo_stats(host: &str, p: &Profile, user: UserPeaks) -> HostHloStats 
         host: host.to_string(),
         error: None,
         cost_source: h.cost_source,
-        peaks: Some(h.peaks),
+        peaks: Some(h.peaks.clone()),
         op_count: rows.len(),
         rows,
-        notes: h.notes,
+        notes: h.notes.clone(),
     }
 }
 
-/// HLO op stats of every host of `sessions`.
-pub fn report(sessions: &[Session], load: &mut Loader<'_>, user: UserPeaks) -> HloStatsReport {
-    let mut hosts = Vec::new();
-    for s in sessions {
-        for h in &s.hosts {
-            hosts.push(match load(h) {
-                Ok(p) => host_hlo_stats(&h.host, &p, user),
-                Err(e) => HostHloStats {
-                    host: h.host.clone(),
-                    error: Some(e),
-                    cost_source: CostSource::None,
-                    peaks: None,
-                    op_count: 0,
-                    rows: Vec::new(),
-                    notes: Vec::new(),
-                },
-            });
-        }
+/// The HLO op stats tool.
+pub struct HloStats;
+
+impl Tool for HloStats {
+    const NAME: &'static str = "hlo_stats";
+    const TITLE: &'static str = "HLO op stats";
+    const DESCRIPTION: &'static str = "One row per HLO op with XProf's hlo_stats columns (occurrences, total/avg/self time, FLOP rate, memory bandwidth, operational intensity, bound by, source); CSV with XProf's column ids.";
+    type Params = PeakParams;
+    type Output = HloStatsReport;
+
+    fn run(run: &Run, p: &PeakParams) -> Result<HloStatsReport, ToolError> {
+        Ok(report(run, p.user()))
     }
+    fn text(r: &HloStatsReport) -> String {
+        render_text(r)
+    }
+    fn csv(r: &HloStatsReport) -> Option<String> {
+        Some(render_csv(r))
+    }
+}
+
+/// HLO op stats of every host of `run`.
+pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
+    let hosts = run.map_hosts(
+        |h, a| host_hlo_stats(h.host(), a, user),
+        |h, e| HostHloStats {
+            host: h.host().to_string(),
+            error: Some(e.to_string()),
+            cost_source: CostSource::None,
+            peaks: None,
+            op_count: 0,
+            rows: Vec::new(),
+            notes: Vec::new(),
+        },
+    );
     HloStatsReport {
         tool: "hlo_stats",
         columns: XPROF_COLUMNS

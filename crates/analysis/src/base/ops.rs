@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StrId};
 
-use crate::device::{device_planes, DeviceKind};
+use crate::base::device::{device_planes, DeviceKind};
 
 /// Where the ops of a profile were taken from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

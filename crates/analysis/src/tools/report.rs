@@ -2,11 +2,14 @@
 
 use serde::Serialize;
 use xlens_model::{Profile, StatValue};
-use xlens_store::Session;
 
-use crate::device::{device_info, DeviceInfo};
-use crate::ops::{op_times, OpSource, OpTime};
-use crate::steps::{find_steps, Steps};
+use crate::base::context::Run;
+use crate::base::fmt::{csv_field, fmt_ps};
+use crate::base::tool::{NoParams, Tool, ToolError};
+
+use crate::base::device::{device_info, DeviceInfo};
+use crate::base::ops::{op_times, OpSource, OpTime};
+use crate::base::steps::{find_steps, Steps};
 
 /// How many ops the report lists (the op tools list them all).
 pub const TOP_OPS: usize = 20;
@@ -138,25 +141,45 @@ pub fn host_report(host: &str, file: &str, bytes: u64, p: &Profile) -> HostRepor
     }
 }
 
-/// Builds the report of several sessions, loading each host with `load` (which may cache).
-pub fn report<F>(sessions: &[Session], mut load: F) -> Report
-where
-    F: FnMut(&xlens_store::HostFile) -> Result<std::sync::Arc<Profile>, String>,
-{
+/// The report tool.
+pub struct ReportTool;
+
+impl Tool for ReportTool {
+    const NAME: &'static str = "report";
+    const TITLE: &'static str = "Report";
+    const DESCRIPTION: &'static str = "What the profile holds: device, span, events per plane and line, steps, top ops by self time, recorded errors.";
+    type Params = NoParams;
+    type Output = Report;
+
+    fn run(run: &Run, _: &NoParams) -> Result<Report, ToolError> {
+        Ok(report(run))
+    }
+    fn text(r: &Report) -> String {
+        render_text(r)
+    }
+    fn csv(r: &Report) -> Option<String> {
+        Some(render_csv(r))
+    }
+}
+
+/// The report of every session and host of a run.
+pub fn report(run: &Run) -> Report {
+    let mut hosts = run.hosts.iter();
     Report {
-        sessions: sessions
+        sessions: run
+            .sessions
             .iter()
             .map(|s| SessionReport {
                 name: s.name.clone(),
                 dir: s.dir.display().to_string(),
-                hosts: s
-                    .hosts
-                    .iter()
+                hosts: hosts
+                    .by_ref()
+                    .take(s.hosts.len())
                     .map(|h| {
-                        let file = h.path.display().to_string();
-                        match load(h) {
-                            Ok(p) => host_report(&h.host, &file, h.bytes, &p),
-                            Err(e) => HostReport::failed(&h.host, &file, h.bytes, e),
+                        let file = h.path().display().to_string();
+                        match &h.analysis {
+                            Ok(a) => host_report(h.host(), &file, h.file.bytes, a.profile()),
+                            Err(e) => HostReport::failed(h.host(), &file, h.file.bytes, e.clone()),
                         }
                     })
                     .collect(),
@@ -165,28 +188,28 @@ where
     }
 }
 
-/// Formats picoseconds for people: `12.3 ms`, `450 µs`, `3.20 s`.
-pub fn fmt_ps(ps: i64) -> String {
-    let v = ps as f64;
-    let (div, unit) = if ps.abs() >= 1_000_000_000_000 {
-        (1e12, "s")
-    } else if ps.abs() >= 1_000_000_000 {
-        (1e9, "ms")
-    } else if ps.abs() >= 1_000_000 {
-        (1e6, "µs")
-    } else if ps.abs() >= 1_000 {
-        (1e3, "ns")
-    } else {
-        (1.0, "ps")
-    };
-    let x = v / div;
-    if x.abs() >= 100.0 {
-        format!("{x:.0} {unit}")
-    } else if x.abs() >= 10.0 {
-        format!("{x:.1} {unit}")
-    } else {
-        format!("{x:.2} {unit}")
+/// The top ops of every host as CSV.
+pub fn render_csv(r: &Report) -> String {
+    let mut o =
+        String::from("session,host,rank,op_name,module,occurrences,self_time_ps,total_time_ps\n");
+    for s in &r.sessions {
+        for h in &s.hosts {
+            for (i, op) in h.top_ops.iter().enumerate() {
+                o.push_str(&format!(
+                    "{},{},{},{},{},{},{},{}\n",
+                    csv_field(&s.name),
+                    csv_field(&h.host),
+                    i + 1,
+                    csv_field(&op.name),
+                    csv_field(op.module.as_deref().unwrap_or("")),
+                    op.occurrences,
+                    op.self_time_ps,
+                    op.total_time_ps
+                ));
+            }
+        }
     }
+    o
 }
 
 /// Renders the report as plain text.
@@ -233,7 +256,8 @@ pub fn render_text(r: &Report) -> String {
                         "    steps: {} from {} `{}`; mean {}, min {}, max {}",
                         st.count,
                         match st.source {
-                            Some(crate::steps::StepSource::StepAnnotation) => "step annotations",
+                            Some(crate::base::steps::StepSource::StepAnnotation) =>
+                                "step annotations",
                             _ => "device line",
                         },
                         st.name.as_deref().unwrap_or(""),

@@ -10,11 +10,10 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
-use xlens_model::Profile;
-use xlens_store::Session;
 
-use crate::step_db::{step_db, CATEGORIES};
-use crate::tools::Loader;
+use crate::base::context::{Analysis, Run};
+use crate::base::step_db::CATEGORIES;
+use crate::base::tool::{NoParams, Tool, ToolError};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StepInput {
@@ -130,8 +129,9 @@ fn classify(name: &str) -> Option<&'static str> {
         .then_some("data loading annotation")
 }
 
-pub fn host_input(host: &str, p: &Profile) -> HostInput {
-    let db = step_db(p);
+pub fn host_input(host: &str, a: &Analysis) -> HostInput {
+    let p = a.profile();
+    let db = a.step_db();
     let idx = CATEGORIES.iter().position(|c| c.id == "input").unwrap_or(0);
     let steps: Vec<StepInput> = db
         .steps
@@ -190,8 +190,8 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
     // XProf's rows: host framework ops of input kinds, with framework-op self time.
     let mut input_ops: Vec<InputOp> = Vec::new();
     let mut breakdown = HostInputBreakdown::default();
-    let (fw, _) = crate::op_metrics::host_framework_ops(p);
-    for o in &fw {
+    let fw = a.host_framework_ops();
+    for o in &fw.0 {
         let Some(cat) = xprof_category(&o.op_type, &o.name) else {
             continue;
         };
@@ -286,27 +286,43 @@ pub fn host_input(host: &str, p: &Profile) -> HostInput {
     }
 }
 
-pub fn input_pipeline(sessions: &[Session], load: &mut Loader<'_>) -> InputPipeline {
-    let mut hosts = Vec::new();
-    for s in sessions {
-        for h in &s.hosts {
-            hosts.push(match load(h) {
-                Ok(p) => host_input(&h.host, &p),
-                Err(e) => HostInput {
-                    host: h.host.clone(),
-                    error: Some(e),
-                    steps: Vec::new(),
-                    input_percent: 0.0,
-                    all_other_percent: 0.0,
-                    classification: "",
-                    verdict: String::new(),
-                    input_ops: Vec::new(),
-                    host_breakdown: HostInputBreakdown::default(),
-                    explanation: "",
-                },
-            });
-        }
+/// The input pipeline analyzer.
+pub struct InputPipelineAnalyzer;
+
+impl Tool for InputPipelineAnalyzer {
+    const NAME: &'static str = "input_pipeline_analyzer";
+    const TITLE: &'static str = "Input pipeline";
+    const DESCRIPTION: &'static str = "Input-bound share of each step and overall; host input events (tf.data iterators, IteratorGetNext, data-loading annotations).";
+    type Params = NoParams;
+    type Output = InputPipeline;
+
+    fn run(run: &Run, _: &NoParams) -> Result<InputPipeline, ToolError> {
+        Ok(input_pipeline(run))
     }
+    fn text(r: &InputPipeline) -> String {
+        render_text(r)
+    }
+    fn csv(r: &InputPipeline) -> Option<String> {
+        Some(render_csv(r))
+    }
+}
+
+pub fn input_pipeline(run: &Run) -> InputPipeline {
+    let hosts = run.map_hosts(
+        |h, a| host_input(h.host(), a),
+        |h, e| HostInput {
+            host: h.host().to_string(),
+            error: Some(e.to_string()),
+            steps: Vec::new(),
+            input_percent: 0.0,
+            all_other_percent: 0.0,
+            classification: "",
+            verdict: String::new(),
+            input_ops: Vec::new(),
+            host_breakdown: HostInputBreakdown::default(),
+            explanation: "",
+        },
+    );
     InputPipeline { hosts }
 }
 
@@ -337,8 +353,8 @@ pub fn render_csv(r: &InputPipeline) -> String {
         for s in &h.steps {
             t.push_str(&format!(
                 "{},{},{},{},{:.3}\n",
-                crate::tools::csv_field(&h.host),
-                crate::tools::csv_field(&s.name),
+                crate::base::fmt::csv_field(&h.host),
+                crate::base::fmt::csv_field(&s.name),
                 s.duration_ps,
                 s.input_ps,
                 s.input_percent

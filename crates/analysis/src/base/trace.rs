@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use xlens_model::{Line, Plane, Profile, StatValue};
 
-use crate::device::{device_ordinal, DeviceKind};
+use crate::base::device::{device_ordinal, DeviceKind};
 
 /// One host's profile as the trace viewer sees it.
 pub struct TraceHost {
@@ -151,7 +151,7 @@ pub struct TraceIndex {
     /// Flow endpoints by id, built on first use (see [`TraceIndex::flows_of`]).
     flows: std::sync::OnceLock<FlowIndex>,
     /// Steps per host, built on first use.
-    steps: std::sync::OnceLock<Vec<crate::steps::Steps>>,
+    steps: std::sync::OnceLock<Vec<crate::base::steps::Steps>>,
 }
 
 /// A counter: values over time, drawn as a line chart under its group.
@@ -664,7 +664,7 @@ impl TraceIndex {
                     dur_ps: oline.events.dur(i),
                     name: oplane
                         .metadata_of(oline, i)
-                        .map(|m| op.str(crate::ops::op_name(op, m)).to_string())
+                        .map(|m| op.str(crate::base::ops::op_name(op, m)).to_string())
                         .unwrap_or_default(),
                 });
             }
@@ -705,7 +705,7 @@ impl TraceIndex {
         let steps = self.steps.get_or_init(|| {
             self.hosts
                 .iter()
-                .map(|h| crate::steps::find_steps(&h.profile))
+                .map(|h| crate::base::steps::find_steps(&h.profile))
                 .collect()
         });
         let st = steps.get(host as usize)?;
@@ -761,7 +761,7 @@ impl TraceIndex {
             host: self.hosts[t.host as usize].name.clone(),
             plane: p.str(plane.name).to_string(),
             line: t.name.clone(),
-            name: p.str(crate::ops::op_name(p, md)).to_string(),
+            name: p.str(crate::base::ops::op_name(p, md)).to_string(),
             long_name: p.str(md.name).to_string(),
             display_name: p.str(md.display_name).to_string(),
             start_ps: s + off,
@@ -819,7 +819,7 @@ impl TraceIndex {
                             start_ps: ev.start(i) + off,
                             dur_ps: ev.dur(i),
                             name: md
-                                .map(|m| p.str(crate::ops::op_name(p, m)).to_string())
+                                .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
                                 .unwrap_or_default(),
                         });
                     }
@@ -858,7 +858,7 @@ impl TraceIndex {
                 count += 1;
                 let name = plane
                     .metadata_of(line, i)
-                    .map(|m| p.str(crate::ops::op_name(p, m)).to_string())
+                    .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
                     .unwrap_or_default();
                 let a = agg.entry(name).or_default();
                 a.0 += 1;
@@ -1014,7 +1014,7 @@ impl TraceIndex {
                 }
                 let name = plane
                     .metadata_of(line, i)
-                    .map(|m| p.str(crate::ops::op_name(p, m)))
+                    .map(|m| p.str(crate::base::ops::op_name(p, m)))
                     .unwrap_or("");
                 sep(out);
                 let _ = write!(
@@ -1164,7 +1164,7 @@ impl NameTable {
         }
         let name = plane
             .metadata_of(line, i)
-            .map(|m| p.str(crate::ops::op_name(p, m)).to_string())
+            .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
             .unwrap_or_default();
         let id = self.names.len() as u32;
         self.names.push(name);

@@ -33,18 +33,15 @@
 
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
-use xlens_model::Profile;
 use xlens_proto::xla::heap_simulator_trace::event::Kind;
 use xlens_proto::xla::{
     BufferAllocationProto, BufferAssignmentProto, HeapSimulatorTrace, HloInstructionProto,
 };
-use xlens_store::Session;
 
-use crate::hlo::{
-    buffer_subshape, dtype_name, hlo_index, shape_text, shape_unpadded_bytes, HloIndex, HloModule,
+use crate::base::hlo::{
+    buffer_subshape, dtype_name, shape_text, shape_unpadded_bytes, HloIndex, HloModule,
     SourceLocation,
 };
-use crate::tools::Loader;
 
 /// Buffers smaller than this are grouped at the peak (XProf's threshold).
 pub const SMALL_BUFFER_BYTES: i64 = 16 * 1024;
@@ -65,8 +62,8 @@ pub struct MemoryViewer {
     /// Modules whose HLO could not be decoded.
     pub hlo_errors: Vec<String>,
     /// The selected module's peak (else the largest module's) against the device memory the
-    /// profile states; `None` when it states none (see [`crate::memory_headroom`]).
-    pub headroom: Option<crate::memory_headroom::Headroom>,
+    /// profile states; `None` when it states none (see [`crate::base::headroom`]).
+    pub headroom: Option<crate::base::headroom::Headroom>,
 }
 
 /// One module in the list.
@@ -900,35 +897,6 @@ fn sample_series(heap: &[i64], peak_index: usize) -> (Vec<usize>, String) {
     )
 }
 
-/// The memory viewer of one profile: every module's peak, and `module` (or the only module) in
-/// detail.
-pub fn memory_viewer(p: &Profile, module: Option<&str>, memory_space: i64) -> MemoryViewer {
-    let idx = hlo_index(p);
-    let mut v = memory_viewer_of(&idx, module, memory_space);
-    if memory_space == 0 && !v.modules.is_empty() {
-        v.headroom = viewer_headroom(p, &v);
-    }
-    v
-}
-
-/// The headroom of the selected module (else the largest one) on the device the profile states.
-fn viewer_headroom(p: &Profile, v: &MemoryViewer) -> Option<crate::memory_headroom::Headroom> {
-    let (peak, name) = match &v.selected {
-        Some(s) => (s.peak_heap_bytes, &s.name),
-        None => {
-            let m = v.modules.iter().find(|m| m.error.is_none())?;
-            (m.peak_heap_bytes, &m.name)
-        }
-    };
-    let (cap, src) = crate::memory_headroom::device_memory_capacity(p, None)?;
-    crate::memory_headroom::headroom_of(
-        peak,
-        &format!("memory viewer: module {name} (XLA buffer assignment)"),
-        cap,
-        &src,
-    )
-}
-
 /// [`memory_viewer`] on an already built index.
 pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64) -> MemoryViewer {
     let mut selection_error = None;
@@ -988,212 +956,4 @@ pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64)
         hlo_errors: idx.errors.clone(),
         headroom: None,
     }
-}
-
-/// The memory viewer of every host of the given sessions.
-#[derive(Debug, Clone, Serialize)]
-pub struct MemoryViewerReport {
-    pub memory_space: i64,
-    pub module: Option<String>,
-    pub hosts: Vec<HostMemoryViewer>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct HostMemoryViewer {
-    pub session: String,
-    pub host: String,
-    pub file: String,
-    /// Set when the file could not be read.
-    pub error: Option<String>,
-    #[serde(flatten)]
-    pub viewer: Option<MemoryViewer>,
-}
-
-/// Runs the memory viewer over every host of `sessions`.
-pub fn report(
-    sessions: &[Session],
-    load: &mut Loader<'_>,
-    module: Option<&str>,
-    memory_space: i64,
-) -> MemoryViewerReport {
-    let mut hosts = Vec::new();
-    for s in sessions {
-        for h in &s.hosts {
-            let file = h.path.display().to_string();
-            let (viewer, error) = match load(h) {
-                Ok(p) => (Some(memory_viewer(&p, module, memory_space)), None),
-                Err(e) => (None, Some(e)),
-            };
-            hosts.push(HostMemoryViewer {
-                session: s.name.clone(),
-                host: h.host.clone(),
-                file,
-                error,
-                viewer,
-            });
-        }
-    }
-    MemoryViewerReport {
-        memory_space,
-        module: module.map(str::to_string),
-        hosts,
-    }
-}
-
-fn mib(b: i64) -> String {
-    format!("{:.3} MiB", b as f64 / (1u64 << 20) as f64)
-}
-
-/// Plain-text rendering.
-pub fn render_text(r: &MemoryViewerReport) -> String {
-    let mut o = String::new();
-    for h in &r.hosts {
-        o.push_str(&format!("== {} / {} ({})\n", h.session, h.host, h.file));
-        if let Some(e) = &h.error {
-            o.push_str(&format!("  error: {e}\n"));
-        }
-        let Some(v) = &h.viewer else { continue };
-        for e in &v.hlo_errors {
-            o.push_str(&format!("  HLO error: {e}\n"));
-        }
-        if v.modules.is_empty() {
-            o.push_str("  no HLO modules with a buffer assignment in this profile\n");
-            continue;
-        }
-        o.push_str(&format!(
-            "  modules (memory space {}), largest peak first:\n",
-            v.memory_space
-        ));
-        for m in &v.modules {
-            match &m.error {
-                Some(e) => o.push_str(&format!("    {:<48} error: {e}\n", m.name)),
-                None if m.trace_events == 0 => o.push_str(&format!(
-                    "    {:<48} peak {:>14}  (no heap simulator trace: whole-program buffers only)\n",
-                    m.name,
-                    mib(m.peak_heap_bytes)
-                )),
-                None => o.push_str(&format!(
-                    "    {:<48} peak {:>14}  at event {} ({})\n",
-                    m.name,
-                    mib(m.peak_heap_bytes),
-                    m.peak_position,
-                    m.peak_instruction.as_deref().unwrap_or("-")
-                )),
-            }
-        }
-        if let Some(h) = &v.headroom {
-            o.push_str(&format!(
-                "  headroom: {} (capacity from {})\n",
-                h.statement, h.capacity_source
-            ));
-        }
-        if let Some(e) = &v.selection_error {
-            o.push_str(&format!("  {e}\n"));
-        }
-        let Some(s) = &v.selected else {
-            if r.module.is_none() {
-                o.push_str("  (choose a module with --module NAME for its peak buffers)\n");
-            }
-            continue;
-        };
-        o.push_str(&format!(
-            "\n  module {} (entry {}), memory space {}\n",
-            s.name, s.entry_computation, s.memory_space
-        ));
-        o.push_str(&format!(
-            "  peak heap {} (unpadded {}), temporaries {} + indefinite {}\n",
-            mib(s.peak_heap_bytes),
-            mib(s.peak_unpadded_heap_bytes),
-            mib(s.peak_temp_heap_bytes),
-            mib(s.indefinite_bytes)
-        ));
-        match &s.trace {
-            Some(t) => o.push_str(&format!(
-                "  peak at event {} of {} ({} in {}); trace {} chosen by {}\n",
-                s.peak_position,
-                t.events,
-                s.peak_instruction.as_deref().unwrap_or("-"),
-                s.peak_computation.as_deref().unwrap_or("-"),
-                t.index,
-                t.chosen_by
-            )),
-            None => o.push_str("  no heap simulator trace for this memory space\n"),
-        }
-        let t = &s.totals;
-        o.push_str(&format!(
-            "  allocations: total {}, parameters {}, maybe-live-out {}, non-reusable {}, indefinite {}\n",
-            mib(t.total_allocation_bytes),
-            mib(t.entry_parameters_bytes),
-            mib(t.maybe_live_out_bytes),
-            mib(t.non_reusable_bytes),
-            mib(t.indefinite_allocation_bytes)
-        ));
-        o.push_str("  buffers live at the peak:\n");
-        for b in &s.peak_buffers {
-            let life = match (b.lifetime_start, b.lifetime_end) {
-                (Some(a), Some(z)) => format!("[{a}, {z}]"),
-                _ => "whole program".to_string(),
-            };
-            o.push_str(&format!(
-                "    {:>14}  {:<12} {:<32} {:<36} {}  {}\n",
-                mib(b.size_bytes),
-                b.category,
-                b.instruction,
-                b.shape,
-                life,
-                b.op_name
-            ));
-        }
-        if s.small_buffers.count > 0 {
-            o.push_str(&format!(
-                "    {:>14}  {} buffers under {} bytes\n",
-                mib(s.small_buffers.bytes),
-                s.small_buffers.count,
-                s.small_buffers.threshold_bytes
-            ));
-        }
-        for w in &s.warnings {
-            o.push_str(&format!("  warning: {w}\n"));
-        }
-    }
-    o
-}
-
-/// CSV of the selected modules' peak buffers (one row per buffer and host).
-pub fn render_csv(r: &MemoryViewerReport) -> String {
-    use crate::tools::csv_field;
-    let mut o = String::from(
-        "session,host,module,rank,logical_buffer_id,size_bytes,unpadded_size_bytes,category,instruction,opcode,shape,op_name,source,lifetime_start,lifetime_end\n",
-    );
-    for h in &r.hosts {
-        let Some(s) = h.viewer.as_ref().and_then(|v| v.selected.as_ref()) else {
-            continue;
-        };
-        for (i, b) in s.peak_buffers.iter().enumerate() {
-            let src = b
-                .source
-                .as_ref()
-                .map(|x| format!("{}:{}", x.file, x.line))
-                .unwrap_or_default();
-            o.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                csv_field(&h.session),
-                csv_field(&h.host),
-                csv_field(&s.name),
-                i + 1,
-                b.logical_buffer_id,
-                b.size_bytes,
-                b.unpadded_size_bytes,
-                b.category,
-                csv_field(&b.instruction),
-                csv_field(&b.opcode),
-                csv_field(&b.shape),
-                csv_field(&b.op_name),
-                csv_field(&src),
-                b.lifetime_start.map(|x| x.to_string()).unwrap_or_default(),
-                b.lifetime_end.map(|x| x.to_string()).unwrap_or_default(),
-            ));
-        }
-    }
-    o
 }

@@ -11,11 +11,13 @@
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
-use xlens_model::Profile;
 use xlens_proto::xla::{HloComputationProto, HloInstructionProto};
 
-use crate::cost_model::CostModel;
-use crate::hlo::{hlo_index, shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::base::context::{Analysis, Run};
+use crate::base::cost_model::CostModel;
+use crate::base::fmt::esc;
+use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::base::tool::{Tool, ToolError};
 
 /// Hops followed when none is given.
 pub const DEFAULT_RADIUS: u32 = 2;
@@ -106,12 +108,12 @@ pub struct GraphViewer {
 
 /// Runs the graph viewer on a profile.
 pub fn graph_viewer(
-    p: &Profile,
+    a: &Analysis,
     op: Option<&str>,
     module: Option<&str>,
     radius: Option<u32>,
 ) -> GraphViewer {
-    graph_viewer_of(&hlo_index(p), op, module, radius)
+    graph_viewer_of(&a.hlo(), op, module, radius)
 }
 
 fn instructions(
@@ -606,22 +608,6 @@ fn layout(nodes: &mut [GraphNode], edges: &[GraphEdge], skip: &HashSet<i64>) {
     }
 }
 
-/// Escapes text for HTML/SVG element content and attribute values (also used by the server).
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
@@ -822,12 +808,12 @@ pub fn render_csv(g: &GraphViewer) -> String {
         let _ = writeln!(
             o,
             "{},{},{},{},{},{},{},{},{},{}",
-            crate::tools::csv_field(module),
-            crate::tools::csv_field(&n.name),
-            crate::tools::csv_field(&n.opcode),
-            crate::tools::csv_field(&n.shape),
-            crate::tools::csv_field(&n.computation),
-            crate::tools::csv_field(n.fusion.as_deref().unwrap_or("")),
+            crate::base::fmt::csv_field(module),
+            crate::base::fmt::csv_field(&n.name),
+            crate::base::fmt::csv_field(&n.opcode),
+            crate::base::fmt::csv_field(&n.shape),
+            crate::base::fmt::csv_field(&n.computation),
+            crate::base::fmt::csv_field(n.fusion.as_deref().unwrap_or("")),
             n.distance,
             n.is_focus,
             n.flops,
@@ -837,37 +823,69 @@ pub fn render_csv(g: &GraphViewer) -> String {
     o
 }
 
-/// Runs the graph viewer over sessions: the first host (in order) whose modules hold the
+/// The graph viewer's parameters.
+#[derive(Debug, Clone, Default, clap::Args, serde::Deserialize)]
+pub struct GraphViewerParams {
+    /// The HLO instruction to draw (e.g. fusion.3); narrow with --module.
+    #[arg(long)]
+    pub op: Option<String>,
+    /// The HLO module (program) to look in.
+    #[arg(long)]
+    pub module: Option<String>,
+    /// Hops of operands and users to follow (default 2).
+    #[arg(long)]
+    pub radius: Option<u32>,
+}
+
+/// The graph viewer tool.
+pub struct GraphViewerTool;
+
+impl Tool for GraphViewerTool {
+    const NAME: &'static str = "graph_viewer";
+    const TITLE: &'static str = "Graph viewer";
+    const DESCRIPTION: &'static str = "An HLO op's neighbourhood (search by name with --op; --radius hops of operands and users; fusions drawn with their bodies) as a server-laid-out SVG.";
+    type Params = GraphViewerParams;
+    type Output = GraphViewer;
+
+    fn run(run: &Run, p: &GraphViewerParams) -> Result<GraphViewer, ToolError> {
+        self::run(run, p.op.as_deref(), p.module.as_deref(), p.radius).map_err(ToolError::Load)
+    }
+    fn text(g: &GraphViewer) -> String {
+        render_text(g)
+    }
+    fn csv(g: &GraphViewer) -> Option<String> {
+        Some(render_csv(g))
+    }
+}
+
+/// Runs the graph viewer over a run: the first host (in order) whose modules hold the
 /// instruction is drawn; when none does, the candidates of every host are listed.
 pub fn run(
-    sessions: &[xlens_store::Session],
-    load: &mut crate::tools::Loader<'_>,
+    run: &Run,
     op: Option<&str>,
     module: Option<&str>,
     radius: Option<u32>,
 ) -> Result<GraphViewer, String> {
     let mut first: Option<GraphViewer> = None;
     let mut errors = Vec::new();
-    for s in sessions {
-        for h in &s.hosts {
-            let p = match load(h) {
-                Ok(p) => p,
-                Err(e) => {
-                    errors.push(format!("host {}: {e}", h.host));
-                    continue;
-                }
-            };
-            let g = graph_viewer(&p, op, module, radius);
-            if g.focus.is_some() {
-                return Ok(g);
+    for h in &run.hosts {
+        let a = match &h.analysis {
+            Ok(a) => a,
+            Err(e) => {
+                errors.push(format!("host {}: {e}", h.host()));
+                continue;
             }
-            match first.as_mut() {
-                None => first = Some(g),
-                Some(f) => {
-                    f.candidate_count += g.candidate_count;
-                    let room = MAX_CANDIDATES.saturating_sub(f.candidates.len());
-                    f.candidates.extend(g.candidates.into_iter().take(room));
-                }
+        };
+        let g = graph_viewer(a, op, module, radius);
+        if g.focus.is_some() {
+            return Ok(g);
+        }
+        match first.as_mut() {
+            None => first = Some(g),
+            Some(f) => {
+                f.candidate_count += g.candidate_count;
+                let room = MAX_CANDIDATES.saturating_sub(f.candidates.len());
+                f.candidates.extend(g.candidates.into_iter().take(room));
             }
         }
     }

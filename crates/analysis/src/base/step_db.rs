@@ -20,10 +20,10 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use xlens_model::{Profile, StatValue, StrId};
 
-use crate::device::{device_planes, DeviceKind};
+use crate::base::device::{device_planes, DeviceKind};
 
-type HashMap<K, V> = crate::fx::FxMap<K, V>;
-type HashSet<K> = crate::fx::FxSet<K>;
+type HashMap<K, V> = crate::base::fx::FxMap<K, V>;
+type HashSet<K> = crate::base::fx::FxSet<K>;
 
 /// XProf's event types (`xprof/utils/event_span.h`); the value is the priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -276,7 +276,7 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let slots = crate::ops::stat_slots(
+        let slots = crate::base::ops::stat_slots(
             p,
             &[
                 ("_r", S_R),
@@ -673,7 +673,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
                         .map_or(ev.stats_bytes(), |f| f.producers.len() + f.consumers.len())
             })
             .collect();
-        crate::par::run_split(jobs, &costs, run)
+        crate::base::par::run_split(jobs, &costs, run)
     } else {
         run(jobs)
     };
@@ -1356,7 +1356,7 @@ fn host_step_events_with(
     let events: usize = lines.iter().map(|&li| len(li)).sum();
     let mut parts = if events >= parallel_min_events && lines.len() > 1 {
         let costs: Vec<usize> = lines.iter().map(|&li| len(li)).collect();
-        crate::par::run_split(lines, &costs, run)
+        crate::base::par::run_split(lines, &costs, run)
     } else {
         run(lines)
     };
@@ -1876,7 +1876,7 @@ mod tests {
 
     #[test]
     fn flattening_from_the_flow_lists_equals_reading_the_stats() {
-        let p = crate::load::jax_fixture();
+        let p = crate::base::load::jax_fixture();
         let k = Keys::new(&p);
         let listed = p
             .planes
@@ -1899,7 +1899,7 @@ mod tests {
 
     #[test]
     fn host_step_events_on_two_threads_equal_one_pass() {
-        let p = crate::load::jax_fixture();
+        let p = crate::base::load::jax_fixture();
         let k = Keys::new(&p);
         let mut flat = flatten(&p, &k).merge();
         let (names, groups) = group_events(&mut flat);

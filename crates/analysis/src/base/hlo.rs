@@ -804,7 +804,7 @@ mod tests {
         ] {
             for f in std::fs::read_dir(format!("{dir}/{run}")).unwrap() {
                 let path = f.unwrap().path();
-                let p = crate::load::load_path(&path, xlens_store::Format::XSpace).unwrap();
+                let p = crate::base::load::load_path(&path, xlens_store::Format::XSpace).unwrap();
                 let idx = hlo_index(&p);
                 let names = OpNames::of(&p);
                 assert!(!idx.modules.is_empty(), "{run}");

@@ -1,0 +1,245 @@
+//! The analysis context: a run's hosts, each with its profile and the analyses derived from it.
+//!
+//! Every derived analysis (op metrics, the step database, the HLO index, the op table, the
+//! allocator timeline, ...) is computed on first use and then kept, so every tool and every
+//! request that needs it again gets the same value without computing it again. The server keeps
+//! one [`Analysis`] per host file and one [`Run`] per selection of hosts; a one-shot command
+//! builds them for its one tool.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use xlens_model::Profile;
+use xlens_store::{HostFile, Session};
+
+use crate::base::allocators::{memory_profile, MemoryProfile};
+use crate::base::device::{device_info, DeviceInfo};
+use crate::base::headroom::{memory_headroom, Headroom};
+use crate::base::hlo::{hlo_index, HloIndex};
+use crate::base::hlo_ops::{host_ops, HostOps};
+use crate::base::op_metrics::OpMetricsJob;
+use crate::base::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMetricsDb};
+use crate::base::peaks::UserPeaks;
+use crate::base::step_db::{step_db_prepare, StepDb};
+use crate::base::trace::TraceIndex;
+
+/// Host framework ops and the self time they cover.
+pub type HostFrameworkOps = (Vec<FrameworkOp>, i64);
+
+type OpTableSlot = Arc<OnceLock<Arc<HostOps>>>;
+
+/// One host's profile and what has been derived from it so far.
+pub struct Analysis {
+    profile: Arc<Profile>,
+    device: OnceLock<DeviceInfo>,
+    op_metrics: OnceLock<Arc<OpMetricsDb>>,
+    step_db: OnceLock<Arc<StepDb>>,
+    host_framework_ops: OnceLock<Arc<HostFrameworkOps>>,
+    hlo: OnceLock<Arc<HloIndex>>,
+    /// Op tables per peak figures (they depend on the peaks the user states).
+    hlo_ops: Mutex<Vec<(UserPeaks, OpTableSlot)>>,
+    allocators: OnceLock<Arc<MemoryProfile>>,
+    headroom: OnceLock<Option<Headroom>>,
+}
+
+impl Analysis {
+    pub fn new(profile: Arc<Profile>) -> Analysis {
+        Analysis {
+            profile,
+            device: OnceLock::new(),
+            op_metrics: OnceLock::new(),
+            step_db: OnceLock::new(),
+            host_framework_ops: OnceLock::new(),
+            hlo: OnceLock::new(),
+            hlo_ops: Mutex::new(Vec::new()),
+            allocators: OnceLock::new(),
+            headroom: OnceLock::new(),
+        }
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// What ran the profile.
+    pub fn device(&self) -> &DeviceInfo {
+        self.device.get_or_init(|| device_info(&self.profile))
+    }
+
+    /// Time, FLOPs and bytes per op ([`crate::base::op_metrics`]).
+    pub fn op_metrics(&self) -> Arc<OpMetricsDb> {
+        self.op_metrics
+            .get_or_init(|| Arc::new(op_metrics(&self.profile)))
+            .clone()
+    }
+
+    /// Steps, their grouping and per-step breakdown ([`crate::base::step_db`]).
+    pub fn step_db(&self) -> Arc<StepDb> {
+        self.step_db
+            .get_or_init(|| Arc::new(step_db_prepare(&self.profile).finish()))
+            .clone()
+    }
+
+    /// Framework ops on host threads ([`host_framework_ops`]).
+    pub fn host_framework_ops(&self) -> Arc<HostFrameworkOps> {
+        self.host_framework_ops
+            .get_or_init(|| Arc::new(host_framework_ops(&self.profile)))
+            .clone()
+    }
+
+    /// The step database, op metrics, device and host framework ops together. When none is
+    /// computed yet they are computed side by side on two threads: the step grouping's second
+    /// half is sequential, so one thread groups steps while the other takes op lines, and then
+    /// joins in on the lines left (no third thread competing for two cores).
+    pub fn steps_and_ops(&self) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
+        if self.step_db.get().is_none() && self.op_metrics.get().is_none() {
+            let p = &*self.profile;
+            let prep = step_db_prepare(p);
+            let job = OpMetricsJob::new(p);
+            let (db, ()) = crate::base::par::join(
+                || {
+                    let db = prep.finish();
+                    job.help();
+                    db
+                },
+                || {
+                    self.device();
+                    self.host_framework_ops();
+                    job.help();
+                },
+            );
+            let _ = self.step_db.set(Arc::new(db));
+            let _ = self.op_metrics.set(Arc::new(job.finish()));
+        }
+        (self.step_db(), self.op_metrics())
+    }
+
+    /// The HLO modules the profile carries ([`crate::base::hlo`]).
+    pub fn hlo(&self) -> Arc<HloIndex> {
+        self.hlo
+            .get_or_init(|| Arc::new(hlo_index(&self.profile)))
+            .clone()
+    }
+
+    /// The op table against `user`'s peaks ([`crate::base::hlo_ops`]).
+    pub fn hlo_ops(&self, user: UserPeaks) -> Arc<HostOps> {
+        let slot = {
+            let mut tables = match self.hlo_ops.lock() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match tables.iter().find(|(u, _)| same_peaks(u, &user)) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let s = Arc::new(OnceLock::new());
+                    tables.push((user, s.clone()));
+                    s
+                }
+            }
+        };
+        slot.get_or_init(|| Arc::new(host_ops(self, user))).clone()
+    }
+
+    /// The allocator timeline ([`crate::base::allocators`]).
+    pub fn allocators(&self) -> Arc<MemoryProfile> {
+        self.allocators
+            .get_or_init(|| Arc::new(memory_profile(&self.profile)))
+            .clone()
+    }
+
+    /// Peak memory against the device's memory, when the profile states it.
+    pub fn headroom(&self) -> Option<&Headroom> {
+        self.headroom.get_or_init(|| memory_headroom(self)).as_ref()
+    }
+}
+
+fn same_peaks(a: &UserPeaks, b: &UserPeaks) -> bool {
+    let bits = |v: Option<f64>| v.map(f64::to_bits);
+    bits(a.flops_per_second) == bits(b.flops_per_second)
+        && bits(a.bytes_per_second) == bits(b.bytes_per_second)
+}
+
+/// One host file of a run: where it is, and its analysis or why it could not be read.
+pub struct HostContext {
+    pub session: String,
+    pub file: HostFile,
+    pub analysis: Result<Arc<Analysis>, String>,
+}
+
+impl HostContext {
+    pub fn host(&self) -> &str {
+        &self.file.host
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+}
+
+/// The hosts a tool runs over (one or more sessions, each narrowed to the wanted hosts), and what
+/// is derived from all of them together.
+pub struct Run {
+    pub sessions: Vec<Session>,
+    pub hosts: Vec<HostContext>,
+    trace: OnceLock<Result<Arc<TraceIndex>, String>>,
+}
+
+impl Run {
+    /// Gathers the hosts of `sessions`, each through `load` (which may share analyses between
+    /// runs, as the server's cache does).
+    pub fn new(
+        sessions: Vec<Session>,
+        mut load: impl FnMut(&HostFile) -> Result<Arc<Analysis>, String>,
+    ) -> Run {
+        let mut hosts = Vec::new();
+        for s in &sessions {
+            for h in &s.hosts {
+                hosts.push(HostContext {
+                    session: s.name.clone(),
+                    file: h.clone(),
+                    analysis: load(h),
+                });
+            }
+        }
+        Run {
+            sessions,
+            hosts,
+            trace: OnceLock::new(),
+        }
+    }
+
+    /// One result per host, in order: `ok` for each host that loaded, `failed` with the error
+    /// of each that did not.
+    pub fn map_hosts<T>(
+        &self,
+        mut ok: impl FnMut(&HostContext, &Analysis) -> T,
+        mut failed: impl FnMut(&HostContext, &str) -> T,
+    ) -> Vec<T> {
+        self.hosts
+            .iter()
+            .map(|h| match &h.analysis {
+                Ok(a) => ok(h, a),
+                Err(e) => failed(h, e),
+            })
+            .collect()
+    }
+
+    /// The name of the first session (what the overview calls the run).
+    pub fn name(&self) -> &str {
+        self.sessions.first().map_or("", |s| s.name.as_str())
+    }
+
+    /// The trace viewer's index over every host, built on first use; the first host's error
+    /// when a host could not be read.
+    pub fn trace_index(&self) -> Result<Arc<TraceIndex>, String> {
+        self.trace
+            .get_or_init(|| {
+                let mut hosts = Vec::with_capacity(self.hosts.len());
+                for h in &self.hosts {
+                    let a = h.analysis.as_ref().map_err(Clone::clone)?;
+                    hosts.push((h.host().to_string(), a.profile.clone()));
+                }
+                Ok(Arc::new(TraceIndex::build(hosts)))
+            })
+            .clone()
+    }
+}

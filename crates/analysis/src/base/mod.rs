@@ -1,0 +1,23 @@
+//! The base layer: everything two or more tools need, computed from the model. Nothing here
+//! imports a tool (`crate::tools`); tools build on these modules and on [`context`], which
+//! computes each derived analysis of a host once and shares it.
+
+pub mod allocators;
+pub mod context;
+pub mod cost_model;
+pub mod device;
+pub mod fmt;
+pub(crate) mod fx;
+pub mod headroom;
+pub mod heap;
+pub mod hlo;
+pub mod hlo_ops;
+pub mod load;
+pub mod op_metrics;
+pub mod ops;
+pub(crate) mod par;
+pub mod peaks;
+pub mod step_db;
+pub mod steps;
+pub mod tool;
+pub mod trace;

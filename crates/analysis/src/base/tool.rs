@@ -1,0 +1,122 @@
+//! The seam every tool implements ([`Tool`]): a name, typed parameters, a typed result computed
+//! from a [`Run`], and its text and CSV forms. The registry (`crate::tools`) erases the types.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::base::context::Run;
+
+/// A tool: what it is called, what it takes, what it computes and how it reads as text and CSV.
+pub trait Tool: Sync + 'static {
+    /// The name in URLs and on the command line (`overview_page`).
+    const NAME: &'static str;
+    /// The name in the UI (`Overview`).
+    const TITLE: &'static str;
+    /// One sentence on what it shows.
+    const DESCRIPTION: &'static str;
+    /// Its parameters, from the command line or the query string.
+    type Params: ToolParams;
+    /// Its result.
+    type Output: Serialize + Send + Sync + 'static;
+
+    fn run(run: &Run, params: &Self::Params) -> Result<Self::Output, ToolError>;
+    fn text(out: &Self::Output) -> String;
+    /// The main table as CSV.
+    fn csv(out: &Self::Output) -> Option<String>;
+}
+
+/// What a tool's parameters must be: one struct for the command line and the query string.
+pub trait ToolParams: clap::Args + DeserializeOwned + Default + Send + Sync + 'static {}
+impl<T: clap::Args + DeserializeOwned + Default + Send + Sync + 'static> ToolParams for T {}
+
+/// For tools that take no parameters.
+#[derive(Debug, Clone, Default, clap::Args, serde::Deserialize)]
+pub struct NoParams {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool `{name}`; tools: {tools}")]
+    UnknownTool { name: String, tools: String },
+    #[error("no host `{host}` in this session; hosts: {hosts}")]
+    UnknownHost { host: String, hosts: String },
+    #[error("invalid parameters: {0}")]
+    Params(String),
+    #[error("{0}")]
+    Serialize(String),
+    #[error("{0}")]
+    Load(String),
+}
+
+/// A result per host for tools computed from each host alone: serialised as
+/// `{"hosts": [{"host": …, …result's fields}], "tool": …}` (a host that could not be read has
+/// `error` instead of the result's fields; keys in name order).
+pub struct PerHost<T> {
+    pub tool: &'static str,
+    pub hosts: Vec<(String, Result<T, String>)>,
+}
+
+impl<T> PerHost<T> {
+    /// Runs `f` on every host of `run` that loaded.
+    pub fn of(
+        tool: &'static str,
+        run: &Run,
+        mut f: impl FnMut(&crate::base::context::Analysis) -> T,
+    ) -> PerHost<T> {
+        PerHost {
+            tool,
+            hosts: run.map_hosts(
+                |h, a| (h.host().to_string(), Ok(f(a))),
+                |h, e| (h.host().to_string(), Err(e.to_string())),
+            ),
+        }
+    }
+
+    /// Every host's CSV (`csv` of one host, header first) under one header.
+    pub fn csv(&self, csv: fn(&T) -> String) -> String {
+        let mut out = String::new();
+        for (_, r) in &self.hosts {
+            let c = r.as_ref().map(csv).unwrap_or_default();
+            if out.is_empty() {
+                out = c;
+            } else {
+                for l in c.lines().skip(1) {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    /// A line per host with its row count, then the CSV.
+    pub fn text(&self, csv: fn(&T) -> String) -> String {
+        let mut text = String::new();
+        for (host, r) in &self.hosts {
+            let rows = r
+                .as_ref()
+                .map(|t| csv(t).lines().count().saturating_sub(1))
+                .unwrap_or(0);
+            text.push_str(&format!("host {host}: {rows} rows\n"));
+        }
+        text.push_str(&self.csv(csv));
+        text
+    }
+}
+
+impl<T: Serialize> Serialize for PerHost<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let mut hosts = Vec::with_capacity(self.hosts.len());
+        for (host, r) in &self.hosts {
+            let mut v = match r {
+                Ok(t) => serde_json::to_value(t).map_err(S::Error::custom)?,
+                Err(e) => serde_json::json!({ "error": e }),
+            };
+            if let Some(o) = v.as_object_mut() {
+                o.insert("host".into(), serde_json::Value::String(host.clone()));
+            }
+            hosts.push(v);
+        }
+        serde_json::json!({ "tool": self.tool, "hosts": hosts }).serialize(s)
+    }
+}

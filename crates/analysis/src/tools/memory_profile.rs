@@ -1,0 +1,159 @@
+//! Memory profile tool: the allocator timeline of every host ([`crate::base::allocators`]):
+//! heap allocated, reserved, free and fragmentation per allocator, the peak and what is live there.
+
+use serde::Serialize;
+
+use crate::base::allocators::*;
+use crate::base::context::{HostContext, Run};
+use crate::base::fmt::fmt_bytes;
+use crate::base::tool::{NoParams, Tool, ToolError};
+
+/// The memory profile of every host of the given sessions.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryProfileReport {
+    pub hosts: Vec<HostMemoryProfile>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostMemoryProfile {
+    pub session: String,
+    pub host: String,
+    pub file: String,
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub profile: Option<MemoryProfile>,
+}
+
+/// The memory profile tool.
+pub struct MemoryProfileTool;
+
+impl Tool for MemoryProfileTool {
+    const NAME: &'static str = "memory_profile";
+    const TITLE: &'static str = "Memory profile";
+    const DESCRIPTION: &'static str = "Allocator timeline from host allocation events: heap allocated, reserved, free and fragmentation per allocator; the peak, when, and the allocations live there.";
+    type Params = NoParams;
+    type Output = MemoryProfileReport;
+
+    fn run(run: &Run, _: &NoParams) -> Result<MemoryProfileReport, ToolError> {
+        Ok(report(run))
+    }
+    fn text(r: &MemoryProfileReport) -> String {
+        render_text(r)
+    }
+    fn csv(r: &MemoryProfileReport) -> Option<String> {
+        Some(render_csv(r))
+    }
+}
+
+/// Runs the memory profile over every host of `run`.
+pub fn report(run: &Run) -> MemoryProfileReport {
+    let host = |h: &HostContext, profile, error| HostMemoryProfile {
+        session: h.session.clone(),
+        host: h.host().to_string(),
+        file: h.path().display().to_string(),
+        error,
+        profile,
+    };
+    let hosts = run.map_hosts(
+        |h, a| host(h, Some(a.allocators().as_ref().clone()), None),
+        |h, e| host(h, None, Some(e.to_string())),
+    );
+    MemoryProfileReport { hosts }
+}
+
+/// Plain-text rendering.
+pub fn render_text(r: &MemoryProfileReport) -> String {
+    let mut o = String::new();
+    for h in &r.hosts {
+        o.push_str(&format!("== {} / {} ({})\n", h.session, h.host, h.file));
+        if let Some(e) = &h.error {
+            o.push_str(&format!("  error: {e}\n"));
+        }
+        let Some(mp) = &h.profile else { continue };
+        if mp.allocators.is_empty() {
+            o.push_str(&format!(
+                "  no MemoryAllocation / MemoryDeallocation events on {} (the profile was taken without allocator tracing, or the runtime does not record it)\n",
+                mp.plane
+            ));
+            continue;
+        }
+        for a in &mp.allocators {
+            let pk = &a.peak;
+            o.push_str(&format!(
+                "  allocator {}: {} allocations, {} deallocations\n    peak in use {} (heap {} + reserved {}) at {} ps, step {}; capacity {}, free {}, fragmentation {:.4}\n    allocator's lifetime peak {}; max fragmentation {:.4}\n",
+                a.name,
+                a.allocations,
+                a.deallocations,
+                fmt_bytes(pk.bytes_in_use),
+                fmt_bytes(pk.state.heap_allocated_bytes),
+                fmt_bytes(pk.state.stack_reserved_bytes),
+                pk.time_ps,
+                pk.step_id,
+                fmt_bytes(pk.memory_capacity_bytes),
+                fmt_bytes(pk.state.free_bytes),
+                pk.state.fragmentation,
+                fmt_bytes(a.peak_bytes_usage_lifetime),
+                a.max_fragmentation
+            ));
+            o.push_str(&format!(
+                "    live at the peak: {} rows, {}\n",
+                a.live_at_peak_total,
+                fmt_bytes(a.live_at_peak_bytes)
+            ));
+            for l in a.live_at_peak.iter().take(20) {
+                let x = &l.activity;
+                o.push_str(&format!(
+                    "      {:>12} ×{:<4} {:<10} {:<10} {:<16} {}\n",
+                    fmt_bytes(x.allocation_bytes),
+                    l.occurrences,
+                    x.data_type,
+                    x.region_type,
+                    x.shape,
+                    x.op
+                ));
+            }
+            if a.live_at_peak_total > 20 {
+                o.push_str(&format!(
+                    "      … {} more rows (JSON / CSV have up to {MAX_ACTIVE_ROWS})\n",
+                    a.live_at_peak_total - 20
+                ));
+            }
+        }
+    }
+    o
+}
+
+/// CSV of the allocations live at each allocator's peak.
+pub fn render_csv(r: &MemoryProfileReport) -> String {
+    use crate::base::fmt::csv_field;
+    let mut o = String::from(
+        "session,host,allocator,rank,allocation_bytes,requested_bytes,occurrences,op,region_type,data_type,shape,step_id,address,time_ps,special\n",
+    );
+    for h in &r.hosts {
+        let Some(mp) = &h.profile else { continue };
+        for a in &mp.allocators {
+            for (i, l) in a.live_at_peak.iter().enumerate() {
+                let x = &l.activity;
+                o.push_str(&format!(
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    csv_field(&h.session),
+                    csv_field(&h.host),
+                    csv_field(&a.name),
+                    i + 1,
+                    x.allocation_bytes,
+                    x.requested_bytes,
+                    l.occurrences,
+                    csv_field(&x.op),
+                    csv_field(&x.region_type),
+                    csv_field(&x.data_type),
+                    csv_field(&x.shape),
+                    x.step_id,
+                    x.address,
+                    l.time_ps.map(|t| t.to_string()).unwrap_or_default(),
+                    l.special
+                ));
+            }
+        }
+    }
+    o
+}

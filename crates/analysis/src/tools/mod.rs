@@ -1,0 +1,163 @@
+//! The tools, one module each, and the registry built from their list.
+//!
+//! A tool is a type implementing [`Tool`]: its name and description, its typed parameters (one
+//! struct whose derives serve both the command line, `clap::Args`, and the query string,
+//! `serde::Deserialize`), a typed result computed from a [`Run`], and its text and CSV forms.
+//! [`TOOLS`] lists them; `xlens tool`, `xlens tools`, the JSON API and the pages are all derived
+//! from that list. Adding a tool is one new module plus one line in [`TOOLS`].
+//!
+//! Tools import only the base layer (`crate::base`), never each other or this registry.
+
+pub mod framework_op_stats;
+pub mod graph_viewer;
+pub mod hlo_stats;
+pub mod input_pipeline;
+pub mod kernel_stats;
+pub mod memory_profile;
+pub mod memory_viewer;
+pub mod op_profile;
+mod output;
+pub mod overview;
+pub mod report;
+pub mod roofline;
+pub mod trace_viewer;
+
+use serde::Serialize;
+use std::marker::PhantomData;
+use xlens_store::{HostFile, Session};
+
+pub use crate::base::context::Run;
+pub use crate::base::tool::{NoParams, Tool, ToolError, ToolParams};
+pub use output::ToolOutput;
+
+/// Every tool xlens has, in the order users see them.
+pub static TOOLS: &[&dyn AnyTool] = &[
+    &Entry::<report::ReportTool>(PhantomData),
+    &Entry::<trace_viewer::TraceViewer>(PhantomData),
+    &Entry::<overview::OverviewPage>(PhantomData),
+    &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),
+    &Entry::<framework_op_stats::FrameworkOpStatsTool>(PhantomData),
+    &Entry::<kernel_stats::KernelStatsTool>(PhantomData),
+    &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
+    &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
+    &Entry::<op_profile::OpProfile>(PhantomData),
+    &Entry::<hlo_stats::HloStats>(PhantomData),
+    &Entry::<roofline::RooflineModel>(PhantomData),
+    &Entry::<graph_viewer::GraphViewerTool>(PhantomData),
+];
+
+/// A tool as listed to users.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ToolInfo {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+}
+
+/// A tool behind the registry, its types erased.
+pub trait AnyTool: Sync {
+    fn info(&self) -> ToolInfo;
+    /// The tool's command-line arguments added to `cmd`.
+    fn args(&self, cmd: clap::Command) -> clap::Command;
+    /// Runs with parameters from command-line matches of [`AnyTool::args`].
+    fn run_args(&self, run: &Run, m: &clap::ArgMatches) -> Result<ToolOutput, ToolError>;
+    /// Runs with parameters from query-string pairs (empty values, as HTML forms send them,
+    /// count as unset; keys the tool does not take are ignored).
+    fn run_query(&self, run: &Run, query: &[(String, String)]) -> Result<ToolOutput, ToolError>;
+}
+
+struct Entry<T>(PhantomData<T>);
+
+impl<T: Tool> Entry<T> {
+    fn output(run: &Run, p: &T::Params) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::typed(T::run(run, p)?, T::text, T::csv))
+    }
+}
+
+impl<T: Tool> AnyTool for Entry<T> {
+    fn info(&self) -> ToolInfo {
+        ToolInfo {
+            name: T::NAME,
+            title: T::TITLE,
+            description: T::DESCRIPTION,
+        }
+    }
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        <T::Params as clap::Args>::augment_args(cmd)
+    }
+    fn run_args(&self, run: &Run, m: &clap::ArgMatches) -> Result<ToolOutput, ToolError> {
+        let p = <T::Params as clap::FromArgMatches>::from_arg_matches(m)
+            .map_err(|e| ToolError::Params(e.to_string()))?;
+        Self::output(run, &p)
+    }
+    fn run_query(&self, run: &Run, query: &[(String, String)]) -> Result<ToolOutput, ToolError> {
+        let set: Vec<(&str, &str)> = query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.trim()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let encoded =
+            serde_urlencoded::to_string(&set).map_err(|e| ToolError::Params(e.to_string()))?;
+        let p: T::Params = serde_urlencoded::from_str(&encoded)
+            .map_err(|e| ToolError::Params(format!("{}: {e}", T::NAME)))?;
+        Self::output(run, &p)
+    }
+}
+
+/// Every tool's name, title and description.
+pub fn infos() -> Vec<ToolInfo> {
+    TOOLS.iter().map(|t| t.info()).collect()
+}
+
+/// The tool called `name`.
+pub fn find(name: &str) -> Result<&'static dyn AnyTool, ToolError> {
+    TOOLS
+        .iter()
+        .copied()
+        .find(|t| t.info().name == name)
+        .ok_or_else(|| ToolError::UnknownTool {
+            name: name.to_string(),
+            tools: TOOLS
+                .iter()
+                .map(|t| t.info().name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// The tools that apply to a session (all of them, for now: each says itself when it finds nothing).
+pub fn tools_for(_session: &Session) -> Vec<ToolInfo> {
+    infos()
+}
+
+/// Keeps only the hosts named `host` (all when `None`); errors when no session has it.
+pub fn select_host(sessions: &[Session], host: Option<&str>) -> Result<Vec<Session>, ToolError> {
+    let Some(h) = host else {
+        return Ok(sessions.to_vec());
+    };
+    let out: Vec<Session> = sessions
+        .iter()
+        .filter_map(|s| {
+            let hosts: Vec<HostFile> = s.hosts.iter().filter(|x| x.host == h).cloned().collect();
+            (!hosts.is_empty()).then(|| Session { hosts, ..s.clone() })
+        })
+        .collect();
+    if out.is_empty() {
+        let mut all: Vec<&str> = sessions
+            .iter()
+            .flat_map(|s| s.hosts.iter().map(|x| x.host.as_str()))
+            .collect();
+        all.sort();
+        all.dedup();
+        return Err(ToolError::UnknownHost {
+            host: h.to_string(),
+            hosts: all.join(", "),
+        });
+    }
+    Ok(out)
+}
+
+/// Runs tool `name` over `run` with its default parameters.
+pub fn run_default(name: &str, run: &Run) -> Result<ToolOutput, ToolError> {
+    find(name)?.run_query(run, &[])
+}
