@@ -126,8 +126,9 @@ fn fail(e: &CaptureError) -> i32 {
 fn summary(file: &std::path::Path) -> String {
     match xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace) {
         Ok(p) => {
+            let a = xlens_analysis::base::context::Analysis::new(std::sync::Arc::new(p));
             let r =
-                xlens_analysis::tools::report::host_report("", &file.display().to_string(), 0, &p);
+                xlens_analysis::tools::report::host_report("", &file.display().to_string(), 0, &a);
             let (steps, step_name) = r
                 .steps
                 .as_ref()

@@ -48,6 +48,29 @@ impl ProfileCache {
         .clone()
     }
 
+    /// Computes in the background what `run`'s other tools will need (once per run), so that
+    /// switching tools on an open run answers from what is already there.
+    pub fn warm_in_background(run: Arc<Run>) {
+        if run.warm_started() {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("xlens-warm".into())
+            .spawn(move || {
+                // A bug in an analysis must not take the server down; the request that needs
+                // the value will meet the same bug and report it.
+                let t0 = std::time::Instant::now();
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.warm())).is_ok() {
+                    eprintln!(
+                        "xlens: run {} warm (every shared analysis computed) in {:.2} s",
+                        run.name(),
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
+            });
+        drop(spawned);
+    }
+
     /// The run over `sessions` (already narrowed to the wanted hosts), loading its hosts on first
     /// use; the same run (and what it has derived) for the same files afterwards.
     pub fn run(&self, sessions: Vec<Session>) -> Arc<Run> {

@@ -178,10 +178,12 @@ async fn run_tool(
             .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
         let t = tools::find(&tool).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
         let run = st.cache.run(narrowed);
-        t.run_query(&run, &params).map_err(|e| match e {
+        let out = t.run_query(&run, &params).map_err(|e| match e {
             tools::ToolError::Params(_) => (StatusCode::BAD_REQUEST, e.to_string()),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        })
+        });
+        ProfileCache::warm_in_background(run);
+        out
     })
     .await
     .map_err(|e| {

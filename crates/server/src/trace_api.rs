@@ -69,8 +69,12 @@ pub async fn index_for(
     let st = state.clone();
     tokio::task::spawn_blocking(move || {
         let run = st.cache.run(vec![narrowed]);
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.trace_index()))
-            .unwrap_or_else(|_| Err("building the trace index failed (a bug in xlens)".to_string()))
+        let idx = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.trace_index()))
+            .unwrap_or_else(
+                |_| Err("building the trace index failed (a bug in xlens)".to_string()),
+            );
+        crate::ProfileCache::warm_in_background(run);
+        idx
     })
     .await
     .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?

@@ -14,18 +14,66 @@ use xlens_store::{HostFile, Session};
 use crate::base::allocators::{memory_profile, MemoryProfile};
 use crate::base::device::{device_info, DeviceInfo};
 use crate::base::headroom::{memory_headroom, Headroom};
+use crate::base::heap::{module_memories, ModuleMemory};
 use crate::base::hlo::{hlo_index, HloIndex};
 use crate::base::hlo_ops::{host_ops, HostOps};
 use crate::base::op_metrics::OpMetricsJob;
 use crate::base::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMetricsDb};
+use crate::base::ops::{op_times, OpTimes};
 use crate::base::peaks::UserPeaks;
 use crate::base::step_db::{step_db_prepare, StepDb};
+use crate::base::step_ops::{bin_steps, StepBins};
+use crate::base::steps::{find_steps, Steps};
 use crate::base::trace::TraceIndex;
 
 /// Host framework ops and the self time they cover.
 pub type HostFrameworkOps = (Vec<FrameworkOp>, i64);
 
-type OpTableSlot = Arc<OnceLock<Arc<HostOps>>>;
+type Slot<V> = Arc<OnceLock<Arc<V>>>;
+
+/// Values computed once per key (a handful of keys: peak figures, memory spaces).
+struct Keyed<K, V> {
+    slots: Mutex<Vec<(K, Slot<V>)>>,
+}
+
+impl<K: PartialEq, V> Keyed<K, V> {
+    fn new() -> Self {
+        Keyed {
+            slots: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn get(&self, key: K, compute: impl FnOnce() -> V) -> Arc<V> {
+        let slot = {
+            let mut slots = match self.slots.lock() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match slots.iter().find(|(k, _)| *k == key) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let s = Arc::new(OnceLock::new());
+                    slots.push((key, s.clone()));
+                    s
+                }
+            }
+        };
+        slot.get_or_init(|| Arc::new(compute())).clone()
+    }
+}
+
+/// [`UserPeaks`] as a key: the figures' bits.
+#[derive(PartialEq)]
+struct PeaksKey(Option<u64>, Option<u64>);
+
+impl From<UserPeaks> for PeaksKey {
+    fn from(u: UserPeaks) -> Self {
+        PeaksKey(
+            u.flops_per_second.map(f64::to_bits),
+            u.bytes_per_second.map(f64::to_bits),
+        )
+    }
+}
 
 /// One host's profile and what has been derived from it so far.
 pub struct Analysis {
@@ -36,7 +84,12 @@ pub struct Analysis {
     host_framework_ops: OnceLock<Arc<HostFrameworkOps>>,
     hlo: OnceLock<Arc<HloIndex>>,
     /// Op tables per peak figures (they depend on the peaks the user states).
-    hlo_ops: Mutex<Vec<(UserPeaks, OpTableSlot)>>,
+    hlo_ops: Keyed<PeaksKey, HostOps>,
+    /// Every HLO module's heap, per memory space.
+    module_memories: Keyed<i64, Vec<Result<ModuleMemory, String>>>,
+    steps: OnceLock<Arc<Steps>>,
+    step_ops: OnceLock<Option<Arc<StepBins>>>,
+    op_times: OnceLock<Arc<OpTimes>>,
     allocators: OnceLock<Arc<MemoryProfile>>,
     headroom: OnceLock<Option<Headroom>>,
 }
@@ -50,7 +103,11 @@ impl Analysis {
             step_db: OnceLock::new(),
             host_framework_ops: OnceLock::new(),
             hlo: OnceLock::new(),
-            hlo_ops: Mutex::new(Vec::new()),
+            hlo_ops: Keyed::new(),
+            module_memories: Keyed::new(),
+            steps: OnceLock::new(),
+            step_ops: OnceLock::new(),
+            op_times: OnceLock::new(),
             allocators: OnceLock::new(),
             headroom: OnceLock::new(),
         }
@@ -122,21 +179,34 @@ impl Analysis {
 
     /// The op table against `user`'s peaks ([`crate::base::hlo_ops`]).
     pub fn hlo_ops(&self, user: UserPeaks) -> Arc<HostOps> {
-        let slot = {
-            let mut tables = match self.hlo_ops.lock() {
-                Ok(g) => g,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            match tables.iter().find(|(u, _)| same_peaks(u, &user)) {
-                Some((_, s)) => s.clone(),
-                None => {
-                    let s = Arc::new(OnceLock::new());
-                    tables.push((user, s.clone()));
-                    s
-                }
-            }
-        };
-        slot.get_or_init(|| Arc::new(host_ops(self, user))).clone()
+        self.hlo_ops.get(user.into(), || host_ops(self, user))
+    }
+
+    /// Every HLO module's heap in `memory_space` ([`crate::base::heap::module_memories`]).
+    pub fn module_memories(&self, memory_space: i64) -> Arc<Vec<Result<ModuleMemory, String>>> {
+        self.module_memories
+            .get(memory_space, || module_memories(&self.hlo(), memory_space))
+    }
+
+    /// The profile's steps as annotations or device step lines give them ([`find_steps`]).
+    pub fn steps(&self) -> Arc<Steps> {
+        self.steps
+            .get_or_init(|| Arc::new(find_steps(&self.profile)))
+            .clone()
+    }
+
+    /// The op events of each step (`None` without steps; [`crate::base::step_ops`]).
+    pub fn step_ops(&self) -> Option<Arc<StepBins>> {
+        self.step_ops
+            .get_or_init(|| bin_steps(&self.profile, &self.steps()).map(Arc::new))
+            .clone()
+    }
+
+    /// Time per op, by op name and module ([`op_times`]).
+    pub fn op_times(&self) -> Arc<OpTimes> {
+        self.op_times
+            .get_or_init(|| Arc::new(op_times(&self.profile)))
+            .clone()
     }
 
     /// The allocator timeline ([`crate::base::allocators`]).
@@ -146,16 +216,22 @@ impl Analysis {
             .clone()
     }
 
+    /// Computes every derived analysis not computed yet (with the default peak figures and
+    /// memory space 0), so that the tools asked for next find them ready.
+    pub fn warm(&self) {
+        self.steps_and_ops();
+        self.hlo_ops(UserPeaks::default());
+        self.module_memories(0);
+        self.allocators();
+        self.headroom();
+        self.step_ops();
+        self.op_times();
+    }
+
     /// Peak memory against the device's memory, when the profile states it.
     pub fn headroom(&self) -> Option<&Headroom> {
         self.headroom.get_or_init(|| memory_headroom(self)).as_ref()
     }
-}
-
-fn same_peaks(a: &UserPeaks, b: &UserPeaks) -> bool {
-    let bits = |v: Option<f64>| v.map(f64::to_bits);
-    bits(a.flops_per_second) == bits(b.flops_per_second)
-        && bits(a.bytes_per_second) == bits(b.bytes_per_second)
 }
 
 /// One host file of a run: where it is, and its analysis or why it could not be read.
@@ -181,6 +257,7 @@ pub struct Run {
     pub sessions: Vec<Session>,
     pub hosts: Vec<HostContext>,
     trace: OnceLock<Result<Arc<TraceIndex>, String>>,
+    warming: std::sync::atomic::AtomicBool,
 }
 
 impl Run {
@@ -204,6 +281,7 @@ impl Run {
             sessions,
             hosts,
             trace: OnceLock::new(),
+            warming: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -226,6 +304,26 @@ impl Run {
     /// The name of the first session (what the overview calls the run).
     pub fn name(&self) -> &str {
         self.sessions.first().map_or("", |s| s.name.as_str())
+    }
+
+    /// Computes everything derived from this run's hosts that is not computed yet (see
+    /// [`Analysis::warm`]) and the trace index. Only the first call does the work (later calls
+    /// return at once; whoever asks for a value still being computed waits for it).
+    pub fn warm(&self) {
+        if self.warming.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        for h in &self.hosts {
+            if let Ok(a) = &h.analysis {
+                a.warm();
+            }
+        }
+        let _ = self.trace_index();
+    }
+
+    /// Whether [`Run::warm`] has been called.
+    pub fn warm_started(&self) -> bool {
+        self.warming.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The trace viewer's index over every host, built on first use; the first host's error

@@ -115,7 +115,7 @@ fn fmt_gib(b: i64) -> String {
 pub fn memory_headroom(a: &Analysis) -> Option<Headroom> {
     let mp = a.allocators();
     let (cap, cap_src) = device_memory_capacity(a.profile(), Some(&mp))?;
-    let mv = crate::base::heap::memory_viewer_of(&a.hlo(), None, 0);
+    let mv = crate::base::heap::memory_viewer_from(&a.hlo(), &a.module_memories(0), None, 0);
     if let Some(m) = mv
         .modules
         .iter()

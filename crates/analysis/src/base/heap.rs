@@ -897,8 +897,31 @@ fn sample_series(heap: &[i64], peak_index: usize) -> (Vec<usize>, String) {
     )
 }
 
-/// [`memory_viewer`] on an already built index.
+/// Every module of `idx` analysed for `memory_space` ([`module_memory`]), in index order.
+pub fn module_memories(idx: &HloIndex, memory_space: i64) -> Vec<Result<ModuleMemory, String>> {
+    idx.modules
+        .iter()
+        .map(|m| module_memory(m, memory_space))
+        .collect()
+}
+
+/// Every module's peak, and `module` (or the only module) in detail, on an already built index.
 pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64) -> MemoryViewer {
+    memory_viewer_from(
+        idx,
+        &module_memories(idx, memory_space),
+        module,
+        memory_space,
+    )
+}
+
+/// [`memory_viewer_of`] from modules already analysed (`memories`, as [`module_memories`] gives).
+pub fn memory_viewer_from(
+    idx: &HloIndex,
+    memories: &[Result<ModuleMemory, String>],
+    module: Option<&str>,
+    memory_space: i64,
+) -> MemoryViewer {
     let mut selection_error = None;
     let target: Option<usize> = match module {
         Some(q) => match idx.find(q) {
@@ -913,7 +936,7 @@ pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64)
     };
     let mut selected = None;
     let mut modules = Vec::with_capacity(idx.modules.len());
-    for (i, m) in idx.modules.iter().enumerate() {
+    for (i, (m, mm)) in idx.modules.iter().zip(memories).enumerate() {
         let mut summary = ModuleSummary {
             name: m.name.clone(),
             module_name: m.module_name.clone(),
@@ -924,21 +947,21 @@ pub fn memory_viewer_of(idx: &HloIndex, module: Option<&str>, memory_space: i64)
             trace_events: 0,
             error: None,
         };
-        match module_memory(m, memory_space) {
+        match mm {
             Ok(mm) => {
                 summary.peak_heap_bytes = mm.peak_heap_bytes;
                 summary.peak_position = mm.peak_position;
                 summary.peak_instruction = mm.peak_instruction.clone();
                 summary.trace_events = mm.trace.as_ref().map_or(0, |t| t.events);
                 if target == Some(i) {
-                    selected = Some(mm);
+                    selected = Some(mm.clone());
                 }
             }
             Err(e) => {
                 if target == Some(i) {
                     selection_error = Some(format!("module {}: {e}", m.name));
                 }
-                summary.error = Some(e);
+                summary.error = Some(e.clone());
             }
         }
         modules.push(summary);

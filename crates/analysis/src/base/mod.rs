@@ -18,6 +18,7 @@ pub mod ops;
 pub(crate) mod par;
 pub mod peaks;
 pub mod step_db;
+pub mod step_ops;
 pub mod steps;
 pub mod tool;
 pub mod trace;

@@ -12,7 +12,12 @@ use crate::base::tool::{Tool, ToolError};
 /// The memory viewer of one profile: every module's peak, and `module` (or the only module) in
 /// detail.
 pub fn memory_viewer(a: &Analysis, module: Option<&str>, memory_space: i64) -> MemoryViewer {
-    let mut v = memory_viewer_of(&a.hlo(), module, memory_space);
+    let mut v = memory_viewer_from(
+        &a.hlo(),
+        &a.module_memories(memory_space),
+        module,
+        memory_space,
+    );
     if memory_space == 0 && !v.modules.is_empty() {
         v.headroom = viewer_headroom(a.profile(), &v);
     }

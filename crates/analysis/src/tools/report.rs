@@ -3,13 +3,13 @@
 use serde::Serialize;
 use xlens_model::{Profile, StatValue};
 
-use crate::base::context::Run;
+use crate::base::context::{Analysis, Run};
 use crate::base::fmt::{csv_field, fmt_ps};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
-use crate::base::device::{device_info, DeviceInfo};
-use crate::base::ops::{op_times, OpSource, OpTime};
-use crate::base::steps::{find_steps, Steps};
+use crate::base::device::DeviceInfo;
+use crate::base::ops::{OpSource, OpTime};
+use crate::base::steps::Steps;
 
 /// How many ops the report lists (the op tools list them all).
 pub const TOP_OPS: usize = 20;
@@ -96,7 +96,8 @@ impl HostReport {
 }
 
 /// Summarises one host's profile.
-pub fn host_report(host: &str, file: &str, bytes: u64, p: &Profile) -> HostReport {
+pub fn host_report(host: &str, file: &str, bytes: u64, a: &Analysis) -> HostReport {
+    let p = a.profile();
     let planes = p
         .planes
         .iter()
@@ -114,24 +115,24 @@ pub fn host_report(host: &str, file: &str, bytes: u64, p: &Profile) -> HostRepor
         })
         .collect();
     let span = p.span();
-    let ops = op_times(p);
+    let ops = a.op_times();
     let op_count = ops.ops.len();
     HostReport {
         host: host.to_string(),
         file: file.to_string(),
         file_bytes: bytes,
         error: None,
-        device: Some(device_info(p)),
+        device: Some(a.device().clone()),
         start_time_ns: span
             .filter(|_| p.origin_is_wall_clock)
             .map(|(s, _)| ((p.origin_ps + s as i128) / 1000) as i64),
         span_ps: span.map(|(s, e)| e - s).unwrap_or(0),
         total_events: p.event_count(),
         planes,
-        steps: Some(find_steps(p)),
+        steps: Some(a.steps().as_ref().clone()),
         top_ops_source: ops.source,
         top_ops_source_description: ops.source.map(|s| s.describe()),
-        top_ops: ops.ops.into_iter().take(TOP_OPS).collect(),
+        top_ops: ops.ops.iter().take(TOP_OPS).cloned().collect(),
         op_count,
         total_op_self_time_ps: ops.total_self_time_ps,
         errors: p.errors.clone(),
@@ -178,7 +179,7 @@ pub fn report(run: &Run) -> Report {
                     .map(|h| {
                         let file = h.path().display().to_string();
                         match &h.analysis {
-                            Ok(a) => host_report(h.host(), &file, h.file.bytes, a.profile()),
+                            Ok(a) => host_report(h.host(), &file, h.file.bytes, a),
                             Err(e) => HostReport::failed(h.host(), &file, h.file.bytes, e.clone()),
                         }
                     })

@@ -9,14 +9,14 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
-use xlens_model::{Profile, StatValue};
+use xlens_model::Profile;
 
 use crate::base::context::{Analysis, Run};
 use crate::base::fmt::csv_field;
 use crate::base::hlo_ops::{CostSource, OpRow, GIB_PER_GB};
 use crate::base::ops::{op_lines, op_name, OpSource};
 use crate::base::peaks::{PeakSpec, UserPeaks};
-use crate::base::steps::find_steps;
+use crate::base::step_ops::{program_id, StepBins};
 use crate::base::tool::{Tool, ToolError};
 
 /// One point of the plot (and one record of the table).
@@ -167,122 +167,11 @@ fn op_point(o: &OpRow, peaks: Option<&PeakSpec>) -> RooflinePoint {
     )
 }
 
-/// An op event's `program_id` (its own stat, else its metadata's).
-fn program_id(
-    key: Option<xlens_model::StrId>,
-    st: xlens_model::Stats<'_>,
-    md: &xlens_model::EventMetadata,
-) -> Option<u64> {
-    key.and_then(|k| st.get(k).or_else(|| md.stats().get(k)))
-        .and_then(|v| match v {
-            StatValue::U64(u) => Some(u),
-            StatValue::I64(i) => Some(i as u64),
-            _ => None,
-        })
-}
-
-/// The op events of each step, found without the ops' figures (so that this pass can run while
-/// the op table is built): every op event starting in a step, as (step, op key) in scan order,
-/// an op key being (plane, metadata, program id).
-struct StepBins<'a> {
-    steps: crate::base::steps::Steps,
-    keys: Vec<(&'a xlens_model::Plane, u32, Option<u64>)>,
-    /// (step index, key index, duration).
-    events: Vec<(u32, u32, i64)>,
-}
-
-fn bin_steps(p: &Profile) -> Option<StepBins<'_>> {
-    let steps = find_steps(p);
-    if steps.steps.is_empty() {
-        return None;
-    }
-    let (source, lines) = op_lines(p);
-    let kp = p.key("program_id");
-    let kh = p.key("hlo_op");
-    let starts: Vec<i64> = steps.steps.iter().map(|s| s.start_ps).collect();
-    type OpKey = (usize, u32, Option<u64>);
-    let mut index: crate::base::fx::FxMap<OpKey, u32> = crate::base::fx::FxMap::default();
-    let mut keys = Vec::new();
-    let mut events = Vec::new();
-    let host_xla = source == Some(OpSource::HostXlaOps);
-    for (plane, line) in lines {
-        let ev = &line.events;
-        let plane_key = plane as *const _ as usize;
-        // Events come in start order: the step index only moves forward.
-        let mut k = 0usize;
-        for i in 0..ev.len() {
-            let stats = ev.stats(i);
-            // XLA ops on host threads are the events with an `hlo_op` stat: most host events
-            // have no stats at all.
-            if host_xla && stats.is_empty() {
-                continue;
-            }
-            let m = ev.meta(i);
-            let Some(md) = plane.event_metadata.get(m as usize) else {
-                continue;
-            };
-            let s = ev.start(i);
-            while k < starts.len() && starts[k] <= s {
-                k += 1;
-            }
-            if k == 0 {
-                continue;
-            }
-            let Some(step) = steps.steps.get(k - 1) else {
-                continue;
-            };
-            if s >= step.start_ps + step.dur_ps {
-                continue;
-            }
-            // One pass over the event's stats for `hlo_op` and `program_id`.
-            let (mut has_hlo, mut pid) = (false, None);
-            stats.select(
-                |key| {
-                    if Some(key) == kh {
-                        Some(0)
-                    } else if Some(key) == kp {
-                        Some(1)
-                    } else {
-                        None
-                    }
-                },
-                |which, v| {
-                    if which == 0 {
-                        has_hlo = true;
-                    } else {
-                        pid = match v {
-                            StatValue::U64(u) => Some(u),
-                            StatValue::I64(i) => Some(i as u64),
-                            _ => None,
-                        };
-                    }
-                },
-            );
-            if host_xla && !has_hlo {
-                continue;
-            }
-            if pid.is_none() {
-                pid = program_id(kp, xlens_model::Stats::new(&[]), md);
-            }
-            let key = *index.entry((plane_key, m, pid)).or_insert_with(|| {
-                keys.push((plane, m, pid));
-                keys.len() as u32 - 1
-            });
-            events.push(((k - 1) as u32, key, ev.dur(i)));
-        }
-    }
-    Some(StepBins {
-        steps,
-        keys,
-        events,
-    })
-}
-
 /// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
 /// op's per-occurrence figures.
 fn step_points(
     p: &Profile,
-    bins: Option<StepBins<'_>>,
+    bins: Option<&StepBins>,
     ops: &[&OpRow],
     peaks: Option<&PeakSpec>,
 ) -> Vec<RooflinePoint> {
@@ -302,7 +191,11 @@ fn step_points(
         .keys
         .iter()
         .map(|&(plane, m, pid)| {
-            let Some(md) = plane.event_metadata.get(m as usize) else {
+            let Some(md) = p
+                .planes
+                .get(plane)
+                .and_then(|pl| pl.event_metadata.get(m as usize))
+            else {
                 return Default::default();
             };
             let name = p.str(op_name(p, md));
@@ -353,12 +246,13 @@ fn step_points(
 /// occurrences starting in the step, their summed duration and self time, and their
 /// per-occurrence FLOPs and bytes. `None` when no step has that label.
 fn step_op_points(
-    p: &Profile,
+    a: &Analysis,
     ops: &[&OpRow],
     peaks: Option<&PeakSpec>,
     label: &str,
 ) -> Option<Vec<RooflinePoint>> {
-    let steps = find_steps(p);
+    let p = a.profile();
+    let steps = a.steps();
     let (_, step) = steps
         .steps
         .iter()
@@ -451,7 +345,7 @@ pub fn host_roofline_at(
     // The machine's peaks are measured (CPU profiles) before anything runs alongside.
     crate::base::peaks::peak_spec(p, user);
     // The op table and the step binning are independent passes over the op events.
-    let (bins, h) = crate::base::par::join(|| bin_steps(p), || a.hlo_ops(user));
+    let (bins, h) = crate::base::par::join(|| a.step_ops(), || a.hlo_ops(user));
     let peaks = Some(&h.peaks);
     let mut ops: Vec<&OpRow> = h.ops.iter().collect();
     ops.sort_by(|a, b| {
@@ -498,12 +392,12 @@ pub fn host_roofline_at(
             "Total", "program", name, name, "Program", *n, *t, *t, *f, *hb, *b, peaks, "",
         ));
     }
-    let steps = step_points(p, bins, &ops, peaks);
+    let steps = step_points(p, bins.as_deref(), &ops, peaks);
     let step_count = steps.len();
     points.extend(steps);
     let mut notes = h.notes.clone();
     let in_step = step.and_then(|label| {
-        let pts = step_op_points(p, &ops, peaks, label);
+        let pts = step_op_points(a, &ops, peaks, label);
         if pts.is_none() {
             notes.push(format!(
                 "No step `{label}`: op points are over the whole profile."

@@ -60,7 +60,8 @@ pub fn xlens_counts(file: &Path) -> (BTreeMap<String, usize>, Vec<String>) {
 /// Steps xlens finds: (annotation name, count).
 pub fn xlens_steps(file: &Path) -> (String, usize) {
     let p = xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace).unwrap();
-    let r = xlens_analysis::tools::report::host_report("h", "f", 0, &p);
+    let a = xlens_analysis::base::context::Analysis::new(std::sync::Arc::new(p));
+    let r = xlens_analysis::tools::report::host_report("h", "f", 0, &a);
     let s = r.steps.expect("steps");
     (s.name.unwrap_or_default(), s.count)
 }
