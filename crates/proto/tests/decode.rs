@@ -23,9 +23,11 @@ const TPU_INFERENCE_GZ: &str = concat!(
     "/../../fixtures/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb.gz"
 );
 
-/// The same TPU capture, uncompressed, where the shared samples are mounted.
-const TPU_INFERENCE_SHARED: &str =
-    "/work/shared/samples/xprof-testdata/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb";
+/// The same TPU capture, uncompressed, in the shared samples beside the checkout.
+const TPU_INFERENCE_SHARED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/samples/xprof-testdata/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb"
+);
 
 /// Reads an `.xplane.pb` or `.xplane.pb.gz` file and decodes it.
 fn read_xspace(path: &str) -> XSpace {
@@ -222,6 +224,11 @@ fn tpu_inference_hlo_protos_decode() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
+        // The committed fixture is always there; CI must never pass without it.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no TPU inference sample present"
+        );
         println!("skipping: no TPU inference sample present");
         return;
     };

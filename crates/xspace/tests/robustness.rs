@@ -31,8 +31,11 @@ const CORRUPT_FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../fixtures/invalid/corrupted_utf8_head.xplane.pb"
 );
-const CORRUPT_UPSTREAM: &str =
-    "/work/shared/samples/xprof-testdata/invalid/tpu_inference_2.HEAD_corrupted_utf8.xplane.pb";
+/// The upstream corrupt file, in the shared samples beside the checkout.
+const CORRUPT_UPSTREAM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/samples/xprof-testdata/invalid/tpu_inference_2.HEAD_corrupted_utf8.xplane.pb"
+);
 /// How much of the upstream corrupt file the committed fixture holds.
 const CORRUPT_FIXTURE_LEN: usize = 64 * 1024;
 
@@ -1161,6 +1164,11 @@ fn truncation_deep_inside_a_line_reports_the_innermost_length() {
 #[test]
 fn known_corrupt_upstream_file_is_rejected() {
     let Ok(bytes) = std::fs::read(CORRUPT_UPSTREAM) else {
+        // CI has the shared samples beside the checkout: there this must run.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CORRUPT_UPSTREAM} not present"
+        );
         eprintln!("skipped: {CORRUPT_UPSTREAM} not present");
         return;
     };
