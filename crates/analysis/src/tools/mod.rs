@@ -96,10 +96,20 @@ impl<T: Tool> AnyTool for Entry<T> {
             .map(|(k, v)| (k.as_str(), v.trim()))
             .filter(|(_, v)| !v.is_empty())
             .collect();
-        let encoded =
-            serde_urlencoded::to_string(&set).map_err(|e| ToolError::Params(e.to_string()))?;
-        let p: T::Params = serde_urlencoded::from_str(&encoded)
-            .map_err(|e| ToolError::Params(format!("{}: {e}", T::NAME)))?;
+        let parse = |pairs: &[(&str, &str)]| -> Result<T::Params, String> {
+            let encoded = serde_urlencoded::to_string(pairs).map_err(|e| e.to_string())?;
+            serde_urlencoded::from_str(&encoded).map_err(|e| e.to_string())
+        };
+        let p = parse(&set).map_err(|e| {
+            // Name the value that does not parse (the deserializer's message does not).
+            match set
+                .iter()
+                .find(|kv| parse(std::slice::from_ref(*kv)).is_err())
+            {
+                Some((k, v)) => ToolError::Params(format!("{}: {k}=`{v}`: {e}", T::NAME)),
+                None => ToolError::Params(format!("{}: {e}", T::NAME)),
+            }
+        })?;
         Self::output(run, &p)
     }
 }
