@@ -347,6 +347,9 @@ fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {
             )
         }
     };
+    // The CPU's peak FLOP rate and bandwidth (for CPU profiles' roofline tools) are measured once
+    // per process: here, before any request or background warm-up competes for the cores.
+    xlens_analysis::base::peaks::measure_host();
     let state = xlens_server::AppState::new(logdir, label);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
