@@ -158,3 +158,65 @@ fn registered_as_a_tool() {
         .iter()
         .any(|t| t.name == "graph_viewer"));
 }
+
+#[test]
+fn opens_on_the_modules_and_their_most_expensive_ops() {
+    let sessions: Vec<_> = xlens_store::discover(&root().join("fixtures/logdir"))
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.name == "jax_mlp_small")
+        .collect();
+    let run = open_run(sessions);
+    let out = run_tool("graph_viewer", &run, &[]);
+    let g = out
+        .get::<GraphViewer>()
+        .expect("typed result")
+        .landing
+        .clone()
+        .expect("a landing list without an op");
+    assert_eq!(g.host, "vm");
+    assert!(!g.modules.is_empty());
+    // Modules by op self time, each with at most five ops by total time, each an instruction of
+    // its module; the op table says the same times.
+    let a = run.hosts[0].analysis.as_ref().unwrap();
+    let table = a.hlo_ops(Default::default());
+    let hlo = a.hlo();
+    assert!(g.modules.windows(2).all(|w| w[0].time_ps >= w[1].time_ps));
+    for m in &g.modules {
+        assert!(!m.top_ops.is_empty() && m.top_ops.len() <= 5, "{}", m.name);
+        assert!(m
+            .top_ops
+            .windows(2)
+            .all(|w| w[0].total_time_ps >= w[1].total_time_ps));
+        let module = hlo.find(&m.name).unwrap();
+        let self_time: i64 = table
+            .ops
+            .iter()
+            .filter(|o| o.program == m.name && module.instruction_by_name(&o.name).is_some())
+            .map(|o| o.self_time_ps)
+            .sum();
+        assert_eq!(m.time_ps, self_time, "{}", m.name);
+        for o in &m.top_ops {
+            assert!(module.instruction_by_name(&o.name).is_some(), "{}", o.name);
+        }
+    }
+    // Every module is listed: with op time, or idle with its entry root.
+    assert_eq!(g.modules.len() + g.idle_modules.len(), hlo.modules.len());
+    assert!(g.op_names.len() <= g.op_names_total);
+    for m in &g.modules {
+        for o in &m.top_ops {
+            assert!(g.op_names.contains(&o.name), "{} suggested", o.name);
+        }
+    }
+    // Asking for an op: no landing list.
+    let out = run_tool("graph_viewer", &run, &[("op", "dot.2")]);
+    assert!(out.get::<GraphViewer>().unwrap().landing.is_none());
+    // A profile without HLO has none either.
+    let tf: Vec<_> = xlens_store::discover(&root().join("fixtures/logdir"))
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.name == "tf_keras_cnn_small")
+        .collect();
+    let out = run_tool("graph_viewer", &open_run(tf), &[]);
+    assert!(out.get::<GraphViewer>().unwrap().landing.is_none());
+}

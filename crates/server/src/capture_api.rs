@@ -159,7 +159,10 @@ async fn start(State(state): State<Shared>, Json(f): Json<CaptureForm>) -> Respo
         s.phase = "done";
         match res {
             Ok(r) => {
-                s.link = Some(format!("/?run={}", urlencode(&r.session_id)));
+                s.link = Some(format!(
+                    "/?run={}",
+                    crate::views::ui::url_enc(&r.session_id)
+                ));
                 s.session = Some(r.session_id);
                 s.results = r
                     .hosts
@@ -206,95 +209,7 @@ async fn status(UrlPath(id): UrlPath<u64>) -> Response {
     }
 }
 
-fn urlencode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 async fn page(State(state): State<Shared>) -> Html<String> {
-    Html(PAGE.replace(
-        "{LOGDIR}",
-        &crate::html::esc(&state.logdir.join("plugins/profile").display().to_string()),
-    ))
+    let logdir = state.logdir.join("plugins/profile").display().to_string();
+    Html(crate::views::page::capture(&logdir).into_string())
 }
-
-const PAGE: &str = r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>xlens · capture</title>
-<link rel="stylesheet" href="/static/app.css">
-<style>
- .cap form{display:grid;grid-template-columns:max-content 22em;gap:.5em 1em;align-items:center;margin:1em 0}
- .cap .bar{font-family:monospace;white-space:pre}
- .cap .err{color:#b00020;white-space:pre-wrap}
- .cap .ok{color:#1b5e20}
-</style></head>
-<body class="cap"><main style="padding:1em 2em">
-<p><a href="/">← xlens</a></p>
-<h1>Capture a profile</h1>
-<p>From running jobs' profiler servers (<code>jax.profiler.start_server(9999)</code>,
-<code>torch_xla.debug.profiler.start_server(9012)</code>, <code>tf.profiler.experimental.server.start(6009)</code>,
-<code>xlens_profiler::start_server(port)</code>). Several addresses are captured in parallel with one
-start time. The capture is written to <code>{LOGDIR}</code>.</p>
-<form id="f">
- <label for="addrs">Addresses (HOST:PORT, comma-separated)</label><input id="addrs" name="addrs" value="127.0.0.1:9999" required>
- <label for="duration">Duration (s)</label><input id="duration" name="duration" type="number" min="0.01" step="0.01" value="2">
- <label for="session">Session name (optional)</label><input id="session" name="session" placeholder="timestamp">
- <label for="host">Host tracer level</label><select id="host"><option value="0">0 off</option><option value="1">1 user annotations</option><option value="2" selected>2 + runtime</option><option value="3">3 verbose</option></select>
- <label for="device">Device tracer level</label><select id="device"><option value="0">0 off</option><option value="1" selected>1 on</option></select>
- <label for="python">Python tracer level</label><select id="python"><option value="0" selected>0 off</option><option value="1">1 on</option></select>
- <label for="delay">Delay (ms)</label><input id="delay" type="number" min="0" value="0">
- <span></span><button id="go" type="submit">Capture</button>
-</form>
-<div id="out"></div>
-</main>
-<script>
-const $ = (id) => document.getElementById(id);
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-function bar(s) {
-  const w = 30, f = s.window_s > 0 ? Math.min(1, s.elapsed_s / s.window_s) : 1;
-  const n = Math.round(f * w);
-  return '[' + '#'.repeat(n) + '.'.repeat(w - n) + '] ' + s.elapsed_s.toFixed(1) + 's / ' +
-    s.window_s.toFixed(1) + 's ' + s.phase + ' (' + s.hosts_done + '/' + s.hosts + ' hosts done)';
-}
-$('f').addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  $('go').disabled = true;
-  const body = {
-    addrs: $('addrs').value, duration_ms: Math.round(parseFloat($('duration').value) * 1000),
-    session: $('session').value || null, host_tracer_level: +$('host').value,
-    device_tracer_level: +$('device').value, python_tracer_level: +$('python').value,
-    delay_ms: +$('delay').value,
-  };
-  const out = $('out');
-  const r = await fetch('/api/capture', {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
-  const j = await r.json();
-  if (!r.ok) { out.innerHTML = '<p class="err">' + esc(j.error) + '</p>'; $('go').disabled = false; return; }
-  const poll = async () => {
-    const s = await (await fetch('/api/capture/' + j.job)).json();
-    let h = '<p class="bar">' + esc(bar(s)) + '</p>';
-    if (s.done) {
-      if (s.error) h += '<p class="err">' + esc(s.error) + '</p>';
-      for (const x of s.results) {
-        h += x.ok ? '<p class="ok">' + esc(x.addr) + ': ' + esc(x.file) + ' (' + x.bytes + ' bytes)</p>'
-                  : '<p class="err">' + esc(x.error) + '</p>';
-      }
-      if (s.link) h += '<p><a id="open" href="' + esc(s.link) + '">Open session ' + esc(s.session) + '</a></p>';
-      out.innerHTML = h;
-      $('go').disabled = false;
-      if (s.link && s.results.every((x) => x.ok)) window.location.href = s.link;
-      return;
-    }
-    out.innerHTML = h;
-    setTimeout(poll, 200);
-  };
-  poll();
-});
-</script></body></html>
-"#;

@@ -7,28 +7,30 @@
 //! * `/api/tool/{tool}?run=R[&host=H][&format=csv|text]` — one tool's output (JSON by default).
 //! * `/capture`, `POST /api/capture`, `/api/capture/{id}` — capture from running jobs' profiler
 //!   servers into the log dir, with progress (see `capture_api`).
-//! * `/static/*` — the embedded CSS and JavaScript.
+//! * `/static/{file}` — the embedded CSS and JavaScript modules (`assets/`, listed in `ASSETS`).
+//!
+//! Each page is its tool's view of the tool's typed result (`views`: one view per tool, found by
+//! the tool's name; tools without one show their text).
 //!
 //! Each host file is decoded once, on first use, and shared by all tools. A file that fails to
 //! load keeps its error in the cache and shows it; other runs keep working.
 
 mod cache;
 mod capture_api;
-mod html;
-mod memory_html;
-mod op_html;
 mod trace_api;
+mod views;
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use maud::Markup;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use xlens_analysis::tools::{self, ToolInfo};
+use xlens_analysis::tools::{self, Run, ToolInfo};
 use xlens_store::Session;
 
 pub use cache::ProfileCache;
@@ -65,10 +67,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/trace/search", get(trace_api::search))
         .route("/api/trace/range", get(trace_api::range))
         .route("/api/trace/export", get(trace_api::export))
-        .route("/static/app.css", get(css))
-        .route("/static/app.js", get(js))
-        .route("/static/trace.js", get(trace_js))
-        .route("/static/memory.js", get(memory_js))
+        .route("/static/{name}", get(asset))
         .merge(capture_api::routes())
         .with_state(state)
 }
@@ -136,14 +135,14 @@ pub struct ToolQuery {
     pub format: Option<String>,
 }
 
-/// Runs a tool on the blocking pool; never lets a panic escape.
-async fn run_tool(
+/// Runs `f` on the blocking pool over run `run` (the newest when `None`) narrowed to `host`,
+/// then warms the run's other analyses in the background; never lets a panic escape.
+async fn on_run<T: Send + 'static>(
     state: &Shared,
-    tool: String,
     run: Option<String>,
     host: Option<String>,
-    params: Vec<(String, String)>,
-) -> Result<(Session, tools::ToolOutput), (StatusCode, String)> {
+    f: impl FnOnce(&Session, &Run) -> Result<T, (StatusCode, String)> + Send + 'static,
+) -> Result<T, (StatusCode, String)> {
     let sessions = discover(state)
         .await
         .map_err(|e| (StatusCode::NOT_FOUND, e))?;
@@ -172,16 +171,11 @@ async fn run_tool(
             .ok_or((StatusCode::NOT_FOUND, "no runs".to_string()))?,
     };
     let st = state.clone();
-    let s2 = session.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        let narrowed = tools::select_host(std::slice::from_ref(&s2), host.as_deref())
+    tokio::task::spawn_blocking(move || {
+        let narrowed = tools::select_host(std::slice::from_ref(&session), host.as_deref())
             .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
-        let t = tools::find(&tool).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
         let run = st.cache.run(narrowed);
-        let out = t.run_query(&run, &params).map_err(|e| match e {
-            tools::ToolError::Params(_) => (StatusCode::BAD_REQUEST, e.to_string()),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        });
+        let out = f(&session, &run);
         ProfileCache::warm_in_background(run);
         out
     })
@@ -191,8 +185,29 @@ async fn run_tool(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the tool failed unexpectedly: {e}"),
         )
-    })??;
-    Ok((session, out))
+    })?
+}
+
+fn tool_error(e: tools::ToolError) -> (StatusCode, String) {
+    match e {
+        tools::ToolError::Params(_) => (StatusCode::BAD_REQUEST, e.to_string()),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Runs a tool with query-string parameters.
+async fn run_tool(
+    state: &Shared,
+    tool: String,
+    run: Option<String>,
+    host: Option<String>,
+    params: Vec<(String, String)>,
+) -> Result<tools::ToolOutput, (StatusCode, String)> {
+    on_run(state, run, host, move |_, run| {
+        let t = tools::find(&tool).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+        t.run_query(run, &params).map_err(tool_error)
+    })
+    .await
 }
 
 async fn api_tool(
@@ -202,7 +217,7 @@ async fn api_tool(
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
     match run_tool(&state, tool, q.run, q.host, params).await {
-        Ok((_, out)) => match q.format.as_deref() {
+        Ok(out) => match q.format.as_deref() {
             Some("csv") => match out.csv() {
                 Some(csv) => {
                     ([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], csv).into_response()
@@ -232,55 +247,55 @@ struct PageQuery {
     run: Option<String>,
     tool: Option<String>,
     host: Option<String>,
-    /// `op_profile`: grouping (`program`, `category` or `provenance`).
-    group: Option<String>,
 }
 
-/// The memory viewer's module with the largest peak (the listing is sorted that way).
-async fn largest_module(
+/// The page body of `tool` on `run`: the tool's view ([`views::VIEWS`]) of its output, or an
+/// error box.
+async fn page_body(
     state: &Shared,
-    run: &Option<String>,
-    host: &Option<String>,
-    params: &[(String, String)],
-) -> Option<String> {
-    let (_, out) = run_tool(
-        state,
-        "memory_viewer".to_string(),
-        run.clone(),
-        host.clone(),
-        params.to_vec(),
-    )
-    .await
-    .ok()?;
-    out.json().ok()?["hosts"]
-        .as_array()?
-        .iter()
-        .filter_map(|h| h["modules"].as_array()?.first())
-        .max_by_key(|m| m["peak_heap_bytes"].as_i64().unwrap_or(0))
-        .and_then(|m| m["name"].as_str())
-        .map(str::to_string)
+    tool: &str,
+    run: Option<String>,
+    host: Option<String>,
+    params: Vec<(String, String)>,
+) -> Markup {
+    let view = views::view_for(tool);
+    if let Some(body) = view.body_without_output() {
+        return body;
+    }
+    let tool = tool.to_string();
+    let shown = on_run(state, run, host.clone(), move |session, run| {
+        let t = tools::find(&tool).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+        let mut params = params;
+        let mut out = t.run_query(run, &params).map_err(tool_error)?;
+        if let Some(p) = view.refine(&out, &params) {
+            params.push(p);
+            out = t.run_query(run, &params).map_err(tool_error)?;
+        }
+        let cx = views::Cx {
+            session: &session.name,
+            host: host.as_deref(),
+            query: &params,
+        };
+        Ok(view.render(&out, &cx))
+    })
+    .await;
+    match shown {
+        Ok(body) => body,
+        Err((_, msg)) => views::ui::error_box(&msg),
+    }
 }
 
 async fn page(
     State(state): State<Shared>,
     Query(q): Query<PageQuery>,
-    Query(mut params): Query<Vec<(String, String)>>,
+    Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
     let sessions = match discover(&state).await {
         Ok(s) => s,
         Err(e) => {
-            return (
-                StatusCode::NOT_FOUND,
-                Html(html::shell(
-                    &state.label,
-                    &[],
-                    None,
-                    "",
-                    None,
-                    &html::error_box(&e),
-                )),
-            )
-                .into_response()
+            let body = views::ui::error_box(&e);
+            let html = views::page::shell(&state.label, &[], None, "", None, body);
+            return (StatusCode::NOT_FOUND, Html(html.into_string())).into_response();
         }
     };
     let run = q
@@ -289,75 +304,40 @@ async fn page(
         .or_else(|| sessions.first().map(|s| s.name.clone()));
     let tool = q.tool.clone().unwrap_or_else(|| "report".to_string());
     let host = q.host.clone().filter(|h| !h.is_empty());
-    let body = if tool == "trace_viewer" {
-        // The trace viewer draws itself from the level-of-detail API.
-        html::trace_body()
-    } else {
-        let has_module = params
-            .iter()
-            .any(|(k, v)| k == "module" && !v.trim().is_empty());
-        if tool == "memory_viewer" && !has_module {
-            // Show the module with the largest peak rather than none.
-            if let Some(m) = largest_module(&state, &run, &host, &params).await {
-                params.push(("module".to_string(), m));
-            }
-        }
-        match run_tool(&state, tool.clone(), run.clone(), host.clone(), params).await {
-            Ok((sess, out)) => match tool.as_str() {
-                "op_profile" => op_html::op_profile_view(
-                    &out.json().unwrap_or_default(),
-                    &sess.name,
-                    q.group.as_deref(),
-                ),
-                "hlo_stats" => op_html::hlo_stats_view(&out.json().unwrap_or_default(), &sess.name),
-                "roofline_model" => {
-                    op_html::roofline_view(&out.json().unwrap_or_default(), &sess.name)
-                }
-                _ => html::tool_body(&tool, &out),
-            },
-            Err((_, msg)) => html::error_box(&msg),
-        }
-    };
+    let body = page_body(&state, &tool, run.clone(), host.clone(), params).await;
     let current = sessions.iter().find(|s| Some(&s.name) == run.as_ref());
-    Html(html::shell(
+    let html = views::page::shell(
         &state.label,
         &sessions,
         current,
         &tool,
         host.as_deref(),
-        &body,
-    ))
-    .into_response()
+        body,
+    );
+    Html(html.into_string()).into_response()
 }
 
-async fn css() -> Response {
+/// The embedded stylesheet and scripts: name, content type, text.
+const ASSETS: &[(&str, &str, &str)] = &[
     (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        "app.css",
+        "text/css; charset=utf-8",
         include_str!("../assets/app.css"),
-    )
-        .into_response()
-}
+    ),
+    ("app.js", JS, include_str!("../assets/app.js")),
+    ("tables.js", JS, include_str!("../assets/tables.js")),
+    ("trace.js", JS, include_str!("../assets/trace.js")),
+    ("memory.js", JS, include_str!("../assets/memory.js")),
+    ("graph.js", JS, include_str!("../assets/graph.js")),
+    ("stepchart.js", JS, include_str!("../assets/stepchart.js")),
+    ("capture.js", JS, include_str!("../assets/capture.js")),
+];
 
-async fn trace_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        include_str!("../assets/trace.js"),
-    )
-        .into_response()
-}
+const JS: &str = "text/javascript; charset=utf-8";
 
-async fn memory_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        include_str!("../assets/memory.js"),
-    )
-        .into_response()
-}
-
-async fn js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        include_str!("../assets/app.js"),
-    )
-        .into_response()
+async fn asset(UrlPath(name): UrlPath<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, kind, text)) => ([(header::CONTENT_TYPE, *kind)], *text).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such file").into_response(),
+    }
 }

@@ -17,6 +17,7 @@ use crate::base::context::{Analysis, Run};
 use crate::base::cost_model::CostModel;
 use crate::base::fmt::esc;
 use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::base::peaks::UserPeaks;
 use crate::base::tool::{Tool, ToolError};
 
 /// Hops followed when none is given.
@@ -104,6 +105,131 @@ pub struct GraphViewer {
     /// What the user should know (not found, radius clamped, cut, ...).
     pub messages: Vec<String>,
     pub module_count: usize,
+    /// Where to start when no op is asked for (`None` when one is, or without HLO modules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub landing: Option<Landing>,
+}
+
+/// Ops listed per module on the landing list.
+pub const LANDING_TOP_OPS: usize = 5;
+/// Most op names offered as search suggestions.
+pub const MAX_SUGGESTIONS: usize = 5000;
+
+/// The graph viewer's starting points, from the first host with HLO modules: modules by op
+/// self time with their most expensive ops, the modules that ran no op (with their entry
+/// computation's root), and op names to suggest (by time).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Landing {
+    pub host: String,
+    pub modules: Vec<LandingModule>,
+    pub idle_modules: Vec<IdleModule>,
+    /// Op names by total time, at most [`MAX_SUGGESTIONS`] of `op_names_total`.
+    pub op_names: Vec<String>,
+    pub op_names_total: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LandingModule {
+    pub name: String,
+    /// Self time of the module's ops.
+    pub time_ps: i64,
+    pub op_count: usize,
+    /// Its most expensive ops by total time, at most [`LANDING_TOP_OPS`].
+    pub top_ops: Vec<LandingOp>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LandingOp {
+    pub name: String,
+    pub opcode: String,
+    pub total_time_ps: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleModule {
+    pub name: String,
+    /// The root instruction of its entry computation.
+    pub root: String,
+}
+
+/// The landing list of the first host of `run` that has HLO modules.
+pub fn landing(run: &Run) -> Option<Landing> {
+    let (h, a) = run.hosts.iter().find_map(|h| {
+        let a = h.analysis.as_ref().ok()?;
+        (!a.hlo().modules.is_empty()).then_some((h, a))
+    })?;
+    let hlo = a.hlo();
+    let by_name: HashMap<&str, &HloModule> =
+        hlo.modules.iter().map(|m| (m.name.as_str(), m)).collect();
+    let table = a.hlo_ops(UserPeaks::default());
+    // Ops that are instructions of a module, by total time (largest first).
+    let mut ops: Vec<_> = table
+        .ops
+        .iter()
+        .filter(|o| {
+            by_name
+                .get(o.program.as_str())
+                .is_some_and(|m| m.instruction_by_name(&o.name).is_some())
+        })
+        .collect();
+    ops.sort_by(|x, y| {
+        y.total_time_ps
+            .cmp(&x.total_time_ps)
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    let mut modules: Vec<LandingModule> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for o in &ops {
+        let i = *index.entry(o.program.as_str()).or_insert_with(|| {
+            modules.push(LandingModule {
+                name: o.program.clone(),
+                time_ps: 0,
+                op_count: 0,
+                top_ops: Vec::new(),
+            });
+            modules.len() - 1
+        });
+        let m = &mut modules[i];
+        m.time_ps += o.self_time_ps;
+        m.op_count += 1;
+        if m.top_ops.len() < LANDING_TOP_OPS {
+            m.top_ops.push(LandingOp {
+                name: o.name.clone(),
+                opcode: o.opcode.clone().unwrap_or_default(),
+                total_time_ps: o.total_time_ps,
+            });
+        }
+    }
+    modules.sort_by(|x, y| y.time_ps.cmp(&x.time_ps).then_with(|| x.name.cmp(&y.name)));
+    let idle_modules = hlo
+        .modules
+        .iter()
+        .filter(|m| !index.contains_key(m.name.as_str()))
+        .filter_map(|m| {
+            let root = m.entry_computation()?.root_id;
+            Some(IdleModule {
+                name: m.name.clone(),
+                root: m.instruction(root)?.name.clone(),
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let names: Vec<&str> = ops
+        .iter()
+        .map(|o| o.name.as_str())
+        .filter(|n| seen.insert(*n))
+        .collect();
+    Some(Landing {
+        host: h.host().to_string(),
+        modules,
+        idle_modules,
+        op_names_total: names.len(),
+        op_names: names
+            .into_iter()
+            .take(MAX_SUGGESTIONS)
+            .map(str::to_string)
+            .collect(),
+    })
 }
 
 /// Runs the graph viewer on a profile.
@@ -157,6 +283,7 @@ pub fn graph_viewer_of(
         truncated: false,
         messages: Vec::new(),
         module_count: idx.modules.len(),
+        landing: None,
     };
     if radius.is_some_and(|r| r > MAX_RADIUS) {
         out.messages
@@ -795,6 +922,22 @@ pub fn render_text(g: &GraphViewer) -> String {
     for c in &g.candidates {
         let _ = writeln!(o, "  candidate: {} ({}) in {}", c.name, c.opcode, c.module);
     }
+    if let Some(l) = &g.landing {
+        let _ = writeln!(o, "modules by op time (host {}):", l.host);
+        for m in &l.modules {
+            let _ = writeln!(o, "  {} ({} ops, {} ps)", m.name, m.op_count, m.time_ps);
+            for op in &m.top_ops {
+                let _ = writeln!(
+                    o,
+                    "    {} ({}, {} ps)",
+                    op.name, op.opcode, op.total_time_ps
+                );
+            }
+        }
+        for m in &l.idle_modules {
+            let _ = writeln!(o, "  {} (no op time; root {})", m.name, m.root);
+        }
+    }
     o
 }
 
@@ -848,7 +991,12 @@ impl Tool for GraphViewerTool {
     type Output = GraphViewer;
 
     fn run(run: &Run, p: &GraphViewerParams) -> Result<GraphViewer, ToolError> {
-        self::run(run, p.op.as_deref(), p.module.as_deref(), p.radius).map_err(ToolError::Load)
+        let mut g = self::run(run, p.op.as_deref(), p.module.as_deref(), p.radius)
+            .map_err(ToolError::Load)?;
+        if p.op.is_none() {
+            g.landing = landing(run);
+        }
+        Ok(g)
     }
     fn text(g: &GraphViewer) -> String {
         render_text(g)

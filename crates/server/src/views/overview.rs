@@ -1,0 +1,230 @@
+//! The overview: per host the step time (figures and a chart stacked by breakdown category),
+//! what each category counts, op placement, duty cycle, FLOP rate, memory headroom,
+//! recommendations and the top ops; then every step in one table.
+
+use maud::{html, Markup};
+use serde::Serialize;
+use xlens_analysis::base::op_metrics::OpMetric;
+use xlens_analysis::base::step_db::{Category, StepRow};
+use xlens_analysis::tools::overview::{HostOverview, Overview};
+
+use super::chart::{f1, stacked_bars, Frame, LEFT, RIGHT, W};
+use super::ui::{error_box, fmt_ps, script_json, Cell, Table};
+use super::Cx;
+
+/// Colours of the breakdown categories, in order.
+const COLORS: [&str; 9] = [
+    "#4e79a7", "#59a14f", "#9c755f", "#f28e2b", "#edc948", "#e15759", "#b07aa1", "#76b7b2",
+    "#bab0ac",
+];
+
+pub fn view(v: &Overview, _: &Cx) -> Markup {
+    html! {
+        h1 { "Overview: run " (v.run) }
+        p { (v.host_count) " host(s); device " (v.device_type) "; " (v.devices_participated) " device(s) participated." }
+        @for h in &v.hosts { (host(h, v.categories)) }
+        script type="module" src="/static/stepchart.js" {}
+        h3 { "Steps" }
+        (steps_table(v))
+    }
+}
+
+fn legend(cats: &[Category]) -> Markup {
+    html! {
+        div class="legend" {
+            @for (i, c) in cats.iter().enumerate() {
+                span title=(c.explanation) { i style=(format!("background:{}", COLORS[i % COLORS.len()])) { "\u{a0}\u{a0}" } " " (c.label) }
+                " "
+            }
+        }
+    }
+}
+
+/// What `stepchart.js` shows on hover: each step's name, duration and breakdown.
+#[derive(Serialize)]
+struct ChartData<'a> {
+    names: Vec<&'a str>,
+    duration_ps: Vec<i64>,
+    breakdown_ps: Vec<&'a [i64]>,
+    categories: Vec<&'static str>,
+    colors: &'static [&'static str],
+}
+
+/// Step time per step, stacked by breakdown category: one SVG path per category whatever the
+/// number of steps, the numbers of the step under the mouse shown by `stepchart.js`.
+fn step_chart(rows: &[StepRow], cats: &[Category], mean_ps: i64) -> Markup {
+    let bars: Vec<StepBar> = rows
+        .iter()
+        .map(|r| StepBar {
+            name: &r.name,
+            duration_ps: r.duration_ps,
+            breakdown_ps: &r.breakdown_ps,
+        })
+        .collect();
+    let labels: Vec<&str> = cats.iter().map(|c| c.label).collect();
+    chart_of(&bars, &labels, mean_ps)
+}
+
+/// One step of the chart.
+struct StepBar<'a> {
+    name: &'a str,
+    duration_ps: i64,
+    breakdown_ps: &'a [i64],
+}
+
+fn chart_of(rows: &[StepBar], labels: &[&'static str], mean_ps: i64) -> Markup {
+    let Some(first) = rows.first() else {
+        return html! {};
+    };
+    let max = rows
+        .iter()
+        .map(|r| r.duration_ps.max(r.breakdown_ps.iter().sum()))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let frame = Frame {
+        top: 10.0,
+        height: 160.0,
+        max: max as f64,
+    };
+    let height = frame.bottom() + 30.0;
+    let cols: Vec<&[i64]> = rows.iter().map(|r| r.breakdown_ps).collect();
+    let data = ChartData {
+        names: rows.iter().map(|r| r.name).collect(),
+        duration_ps: rows.iter().map(|r| r.duration_ps).collect(),
+        breakdown_ps: cols.clone(),
+        categories: labels.to_vec(),
+        colors: &COLORS,
+    };
+    let ym = frame.y(mean_ps as f64);
+    let last = rows.last().map_or("", |r| r.name);
+    html! {
+        div class="stepchart" {
+            svg class="sc-chart" viewBox=(format!("0 0 {W} {height:.0}")) width="100%" role="img" data-x0=(LEFT) data-x1=(W - RIGHT)
+                aria-label="step time per step, stacked by category" {
+                (frame.axis(|v| if v > 0.0 { fmt_ps(v as i64) } else { "0".to_string() }))
+                (stacked_bars(&frame, &cols, labels.len(), &COLORS))
+                line class="sc-mean" x1=(LEFT) x2=(W - RIGHT) y1=(f1(ym)) y2=(f1(ym)) {
+                    title { "mean " (fmt_ps(mean_ps)) }
+                }
+                text class="tick" x=(LEFT) y=(f1(frame.bottom() + 14.0)) { (first.name) }
+                text class="tick" x=(f1(W - RIGHT)) y=(f1(frame.bottom() + 14.0)) text-anchor="end" { (last) }
+                text class="tick" x=(f1(LEFT + frame.width() / 2.0)) y=(f1(frame.bottom() + 26.0)) text-anchor="middle" {
+                    (rows.len()) " steps · dashed: mean " (fmt_ps(mean_ps))
+                }
+                rect class="sc-hover" x=(LEFT) y=(frame.top) width="0" height=(frame.height) {}
+            }
+            div class="sc-tip" hidden {}
+            script type="application/json" class="sc-data" { (script_json(&data)) }
+        }
+    }
+}
+
+fn host(h: &HostOverview, cats: &[Category]) -> Markup {
+    let st = &h.steps.figures;
+    let top_ops = Table::new("sortable")
+        .col("op", |op: &&OpMetric| Cell::text(&op.name))
+        .col("framework op", |op| {
+            Cell::text(op.framework_op.as_deref().unwrap_or(""))
+        })
+        .col("category", |op| {
+            Cell::text(op.category.as_deref().unwrap_or(""))
+        })
+        .col("occurrences", |op| Cell::int(op.occurrences))
+        .col("self time", |op| Cell::time(op.self_time_ps));
+    html! {
+        section {
+            h2 { "Host " (h.host) }
+            @if let Some(e) = &h.error {
+                (error_box(e))
+            } @else {
+                p {
+                    b { (st.count) " steps" }
+                    " (XProf-compatible: XProf drops the first and last step when more than 5 remain; "
+                    (h.steps_all.figures.count) " annotated steps in all). Step time mean "
+                    (fmt_ps(st.mean_ps)) " ± " (fmt_ps(st.std_dev_ps)) " (sample std dev), min "
+                    (fmt_ps(st.min_ps)) ", max " (fmt_ps(st.max_ps)) "."
+                }
+                @for note in &h.steps_notes { p class="dim" { (note) } }
+                (legend(cats))
+                (step_chart(&h.steps.rows, cats, st.mean_ps))
+                h3 { "What each category counts" }
+                ul { @for c in cats { li { b { (c.label) } ": " (c.explanation) } } }
+                p {
+                    "Op placement: " (format!("{:.1}", h.placement.device_ops_percent)) "% of ops and "
+                    (format!("{:.1}", h.placement.device_time_percent)) "% of op time on the device. "
+                    span class="dim" { (h.placement.explanation) }
+                }
+                @if let Some(d) = h.device_duty_cycle_percent {
+                    p { "Device duty cycle: " (format!("{d:.1}")) "%" }
+                }
+                @if let Some(r) = h.flop_rate_per_second {
+                    p {
+                        "FLOP rate: " (format!("{:.3}", r / 1e12)) " TFLOP/s"
+                        @if let Some(u) = h.flop_utilization_percent { " (" (format!("{u:.1}")) "% of peak)" }
+                    }
+                }
+                @if let Some(m) = &h.memory_headroom { p { "Memory: " (m.statement) } }
+                h3 { "Recommendations" }
+                ul { @for r in &h.recommendations { li { (r.text) " " span class="dim" { "(" (r.evidence) ")" } } } }
+                h3 { "Top ops by self time (" (h.op_count) " ops in all)" }
+                (top_ops.render(h.top_ops.iter()))
+            }
+        }
+    }
+}
+
+/// Every host's steps (the tool's CSV as a table).
+fn steps_table(v: &Overview) -> Markup {
+    let mut t = Table::new("sortable")
+        .filter()
+        .col("host", |(h, _): &(&HostOverview, &StepRow)| {
+            Cell::text(&h.host)
+        })
+        .col("step", |(_, r)| Cell::text(&r.name))
+        .col("group_id", |(_, r)| Cell::int(r.group_id))
+        .col("begin_ps", |(_, r)| Cell::int(r.begin_ps))
+        .col("duration_ps", |(_, r)| Cell::int(r.duration_ps));
+    for (i, c) in v.categories.iter().enumerate() {
+        t = t.col(format!("{}_ps", c.id), move |(_, r)| {
+            Cell::int(r.breakdown_ps.get(i).copied().unwrap_or(0))
+        });
+    }
+    t.render(
+        v.hosts
+            .iter()
+            .flat_map(|h| h.steps.rows.iter().map(move |r| (h, r))),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_of_thousands_of_steps_stays_small() {
+        let names: Vec<String> = (0..3000).map(|i| format!("train {i}")).collect();
+        let breakdowns: Vec<Vec<i64>> = (0..3000)
+            .map(|i| vec![0, 0, 0, 4_000_000 + (i % 7) * 100_000, 0, 0, 0, 0, 50_000])
+            .collect();
+        let bars: Vec<StepBar> = names
+            .iter()
+            .zip(&breakdowns)
+            .map(|(n, b)| StepBar {
+                name: n,
+                duration_ps: b.iter().sum(),
+                breakdown_ps: b,
+            })
+            .collect();
+        let labels = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+        let html = chart_of(&bars, &labels, 4_300_000).into_string();
+        assert_eq!(
+            html.matches("<path").count(),
+            2,
+            "one path per drawn category"
+        );
+        assert!(html.contains("3000 steps"));
+        assert!(html.len() < 600_000, "{} bytes", html.len());
+        assert_eq!(chart_of(&[], &labels, 0).into_string(), "");
+    }
+}
