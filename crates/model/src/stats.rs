@@ -8,6 +8,7 @@
 //! the interned string they point at, so readers never see format-specific ids.
 
 use crate::strings::{StrId, Strings};
+use xlens_wire::{skip_varint, varint_at};
 
 const K_I64: u64 = 0;
 const K_U64: u64 = 1;
@@ -93,76 +94,6 @@ impl StatValue {
 pub struct Stat {
     pub key: StrId,
     pub value: StatValue,
-}
-
-/// The varint at `pos` and the position after it. Values of 3 to 8 bytes are read with one
-/// 8-byte load when `buf` has the bytes (the caller checks the end against its own bound:
-/// bytes past it may be read ahead, never used for a well-formed varint).
-#[inline(always)]
-fn varint_at(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
-    let b0 = *buf.get(pos)?;
-    if b0 < 0x80 {
-        return Some((b0 as u64, pos + 1));
-    }
-    // Two bytes: most headers.
-    let b1 = *buf.get(pos + 1)?;
-    if b1 < 0x80 {
-        return Some(((b0 & 0x7f) as u64 | (b1 as u64) << 7, pos + 2));
-    }
-    if let Some(w) = buf.get(pos..pos + 8) {
-        let x = u64::from_le_bytes(<[u8; 8]>::try_from(w).ok()?);
-        let stops = !x & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            // 8 × the length: the first byte without a continuation bit ends the varint.
-            let bits = stops.trailing_zeros() + 1;
-            let x = x & (u64::MAX >> (64 - bits)) & 0x7f7f_7f7f_7f7f_7f7f;
-            // Pack the 7-bit groups: pairs, then quads, then all eight.
-            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-            let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
-            return Some((x, pos + (bits / 8) as usize));
-        }
-    }
-    varint_slow(buf, pos)
-}
-
-/// [`varint_at`] byte by byte (the last bytes of a buffer, and values of 9 or 10 bytes).
-#[inline(never)]
-fn varint_slow(buf: &[u8], mut pos: usize) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = *buf.get(pos)?;
-        pos += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b < 0x80 {
-            return Some((v, pos));
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-}
-
-/// The position after the varint at `pos` (past the end of `buf` when it does not end there).
-#[inline(always)]
-fn skip_varint(buf: &[u8], pos: usize) -> usize {
-    if buf.get(pos).is_some_and(|&b| b < 0x80) {
-        return pos + 1;
-    }
-    if let Some(w) = buf.get(pos..pos + 8) {
-        let stops = !u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0xff; 8]))
-            & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            return pos + (stops.trailing_zeros() as usize + 1) / 8;
-        }
-    }
-    let mut pos = pos;
-    while buf.get(pos).is_some_and(|b| b & 0x80 != 0) {
-        pos += 1;
-    }
-    pos + 1
 }
 
 /// The varint encoding of `v` (below 2^56) as the low bytes of a little-endian integer, and its

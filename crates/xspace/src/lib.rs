@@ -1,8 +1,9 @@
 //! XSpace importer: decodes `tensorflow.profiler.XSpace` bytes straight into an xlens [`Profile`].
 //!
 //! This is a hand-written, zero-copy walker over the protobuf wire format (field numbers from
-//! `crates/proto/proto/xplane.proto`): it never materialises the message tree, so it runs at
-//! memory speed and holds little more than the finished model. Metadata is read before the lines
+//! `crates/proto/proto/xplane.proto`; fields read with `xlens_wire`'s cursor, an event's fields
+//! first in the order producers write them, by header byte): it never materialises the message
+//! tree, so it runs at memory speed and holds little more than the finished model. Metadata is read before the lines
 //! of each plane, so stat keys and reference values are resolved to interned names as events are
 //! decoded. Decoding errors carry the byte offset where decoding failed and never panic.
 
@@ -10,11 +11,12 @@ mod wire;
 
 use hashbrown::HashMap;
 use std::fmt;
-use wire::{Reader, Res, Wire};
+use wire::{Reader, Res};
 use xlens_model::{
     encode_int_raw, encode_ref_pre, encode_stat, BlobId, EventMetadata, EventsBuilder, Line, Plane,
     PreKey, PreRef, Profile, StatValue, StrId,
 };
+use xlens_wire::WireType;
 
 /// Why a byte string is not a readable XSpace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,16 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+impl From<xlens_wire::Error> for DecodeError {
+    fn from(e: xlens_wire::Error) -> Self {
+        DecodeError {
+            offset: e.offset,
+            message: e.message,
+            context: e.context,
+        }
+    }
+}
+
 /// Decodes a whole XSpace.
 pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
     decode_with(bytes, &|_, _| {})
@@ -54,7 +66,7 @@ pub fn decode_with(
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES).map_err(|e| *e)
+    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES).map_err(|e| DecodeError::from(*e))
 }
 
 /// [`decode_with`] with the thread count and the plane size from which lines are decoded in
@@ -66,7 +78,7 @@ pub fn decode_with_threads(
     threads: usize,
     parallel_min_bytes: usize,
 ) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed, threads, parallel_min_bytes).map_err(|e| *e)
+    decode_inner(bytes, consumed, threads, parallel_min_bytes).map_err(|e| DecodeError::from(*e))
 }
 
 fn decode_inner(
@@ -76,7 +88,7 @@ fn decode_inner(
     parallel_min_bytes: usize,
 ) -> Res<Profile> {
     if bytes.is_empty() {
-        return Err(Box::new(DecodeError {
+        return Err(Box::new(xlens_wire::Error {
             offset: 0,
             message: "the file is empty".into(),
             context: "XSpace",
@@ -103,7 +115,7 @@ fn decode_inner(
     while let Some((num, wire)) = r.field()? {
         match num {
             1 => {
-                r.expect(num, wire, Wire::Len)?;
+                r.expect(num, wire, WireType::Len)?;
                 let plane = r.message("XPlane")?;
                 let (start, end) = (plane.offset(), plane.offset() + plane.rest().len());
                 d.plane(plane)?;
@@ -111,7 +123,7 @@ fn decode_inner(
                 consumed(start, end);
             }
             2..=4 => {
-                r.expect(num, wire, Wire::Len)?;
+                r.expect(num, wire, WireType::Len)?;
                 let s = d.string(&mut r)?;
                 let s = d.prof.strings.get(s).to_string();
                 match num {
@@ -120,11 +132,11 @@ fn decode_inner(
                     _ => d.prof.hostnames.push(s),
                 }
             }
-            _ => r.skip(wire)?,
+            _ => r.skip(num, wire)?,
         }
     }
     if d.prof.planes.is_empty() {
-        return Err(Box::new(DecodeError {
+        return Err(Box::new(xlens_wire::Error {
             offset: 0,
             message: format!(
                 "no XPlane in {} bytes; expected a tensorflow.profiler.XSpace (an .xplane.pb file)",
@@ -440,7 +452,7 @@ impl EventFlow {
     #[inline(always)]
     fn value(&self, i: usize) -> u64 {
         if self.raw & (1 << i) != 0 {
-            varint_value(self.v[(i + 1) & 7])
+            xlens_wire::varint_word(self.v[(i + 1) & 7])
         } else {
             self.v[(i + 1) & 7]
         }
@@ -463,16 +475,6 @@ impl EventFlow {
         }
         self.set = 0;
     }
-}
-
-/// The value of a varint of up to 8 bytes held as the low bytes of `raw`.
-#[inline(always)]
-fn varint_value(raw: u64) -> u64 {
-    let x = raw & 0x7f7f_7f7f_7f7f_7f7f;
-    // Pack the 7-bit groups: pairs, then quads, then all eight.
-    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
 struct Decoder<'c> {
@@ -602,15 +604,15 @@ impl Decoder<'_> {
         // Pass 1: find where everything is; lines are decoded last, once names are known.
         while let Some((num, wire)) = r.field()? {
             match (num, wire) {
-                (1, Wire::Varint) => plane.id = r.varint()? as i64,
-                (2, Wire::Len) => plane.name = self.string(&mut r)?,
-                (3, Wire::Len) => lines.push(r.message("XLine")?),
-                (4, Wire::Len) => event_md.push(r.message("XPlane.event_metadata entry")?),
-                (5, Wire::Len) => stat_md.push(r.message("XPlane.stat_metadata entry")?),
-                (6, Wire::Len) => stats.push(r.message("XStat")?),
-                (1, w) => r.expect(num, w, Wire::Varint)?,
-                (2..=6, w) => r.expect(num, w, Wire::Len)?,
-                _ => r.skip(wire)?,
+                (1, WireType::Varint) => plane.id = r.varint()? as i64,
+                (2, WireType::Len) => plane.name = self.string(&mut r)?,
+                (3, WireType::Len) => lines.push(r.message("XLine")?),
+                (4, WireType::Len) => event_md.push(r.message("XPlane.event_metadata entry")?),
+                (5, WireType::Len) => stat_md.push(r.message("XPlane.stat_metadata entry")?),
+                (6, WireType::Len) => stats.push(r.message("XStat")?),
+                (1, w) => r.expect(num, w, WireType::Varint)?,
+                (2..=6, w) => r.expect(num, w, WireType::Len)?,
+                _ => r.skip(num, wire)?,
             }
         }
 
@@ -622,18 +624,18 @@ impl Decoder<'_> {
             let mut value_id = None;
             while let Some((num, wire)) = entry.field()? {
                 match (num, wire) {
-                    (1, Wire::Varint) => key = Some(entry.varint()? as i64),
-                    (2, Wire::Len) => {
+                    (1, WireType::Varint) => key = Some(entry.varint()? as i64),
+                    (2, WireType::Len) => {
                         let mut m = entry.message("XStatMetadata")?;
                         while let Some((n, w)) = m.field()? {
                             match (n, w) {
-                                (1, Wire::Varint) => value_id = Some(m.varint()? as i64),
-                                (2, Wire::Len) => name = self.string(&mut m)?,
-                                _ => m.skip(w)?,
+                                (1, WireType::Varint) => value_id = Some(m.varint()? as i64),
+                                (2, WireType::Len) => name = self.string(&mut m)?,
+                                _ => m.skip(n, w)?,
                             }
                         }
                     }
-                    _ => entry.skip(wire)?,
+                    _ => entry.skip(num, wire)?,
                 }
             }
             if let Some(id) = key.or(value_id) {
@@ -650,37 +652,37 @@ impl Decoder<'_> {
             let mut value_id = None;
             while let Some((num, wire)) = entry.field()? {
                 match (num, wire) {
-                    (1, Wire::Varint) => key = Some(entry.varint()? as i64),
-                    (2, Wire::Len) => {
+                    (1, WireType::Varint) => key = Some(entry.varint()? as i64),
+                    (2, WireType::Len) => {
                         let mut m = entry.message("XEventMetadata")?;
                         while let Some((n, w)) = m.field()? {
                             match (n, w) {
-                                (1, Wire::Varint) => value_id = Some(m.varint()? as i64),
-                                (2, Wire::Len) => md.name = self.string(&mut m)?,
-                                (3, Wire::Len) => {
+                                (1, WireType::Varint) => value_id = Some(m.varint()? as i64),
+                                (2, WireType::Len) => md.name = self.string(&mut m)?,
+                                (3, WireType::Len) => {
                                     let (b, _) = m.bytes()?;
                                     if !b.is_empty() {
                                         md.metadata = Some(self.prof.add_blob(b));
                                     }
                                 }
-                                (4, Wire::Len) => md.display_name = self.string(&mut m)?,
-                                (5, Wire::Len) => {
+                                (4, WireType::Len) => md.display_name = self.string(&mut m)?,
+                                (5, WireType::Len) => {
                                     let st = m.message("XStat")?;
                                     let (k, v) = self.stat(st, &mut ctx)?;
                                     encode_stat(&mut md.stats, k, v);
                                 }
-                                (6, Wire::Varint) => md.child_ids.push(m.varint()? as i64),
-                                (6, Wire::Len) => {
+                                (6, WireType::Varint) => md.child_ids.push(m.varint()? as i64),
+                                (6, WireType::Len) => {
                                     let mut packed = m.message("XEventMetadata.child_id")?;
                                     while !packed.at_end() {
                                         md.child_ids.push(packed.varint()? as i64);
                                     }
                                 }
-                                _ => m.skip(w)?,
+                                _ => m.skip(n, w)?,
                             }
                         }
                     }
-                    _ => entry.skip(wire)?,
+                    _ => entry.skip(num, wire)?,
                 }
             }
             md.id = key.or(value_id).unwrap_or(0);
@@ -714,7 +716,7 @@ impl Decoder<'_> {
                         ctx: &mut ctx,
                     };
                     let out = decode_line(&mut side, lr)?.ok_or_else(|| {
-                        Box::new(DecodeError {
+                        Box::new(xlens_wire::Error {
                             offset: range.0 as u64,
                             message: "internal: the sequential decoder refused a line".into(),
                             context: "XLine",
@@ -844,25 +846,25 @@ fn stat<S: Side>(
     let mut value = StatValue::None;
     while let Some((num, wire)) = r.field()? {
         match (num, wire) {
-            (1, Wire::Varint) => key = r.varint()? as i64,
-            (2, Wire::Fixed64) => value = StatValue::F64(f64::from_bits(r.fixed64()?)),
-            (3, Wire::Varint) => value = StatValue::U64(r.varint()?),
-            (4, Wire::Varint) => value = StatValue::I64(r.varint()? as i64),
-            (5, Wire::Len) => {
+            (1, WireType::Varint) => key = r.varint()? as i64,
+            (2, WireType::Fixed64) => value = StatValue::F64(f64::from_bits(r.fixed64()?)),
+            (3, WireType::Varint) => value = StatValue::U64(r.varint()?),
+            (4, WireType::Varint) => value = StatValue::I64(r.varint()? as i64),
+            (5, WireType::Len) => {
                 let (b, _) = r.bytes()?;
                 match side.intern(b) {
                     Some(s) => value = StatValue::Str(s),
                     None => return Ok(None),
                 }
             }
-            (6, Wire::Len) => {
+            (6, WireType::Len) => {
                 let (b, _) = r.bytes()?;
                 match side.blob(b) {
                     Some(id) => value = StatValue::Bytes(id),
                     None => return Ok(None),
                 }
             }
-            (7, Wire::Varint) => {
+            (7, WireType::Varint) => {
                 let id = r.varint()? as i64;
                 match stat_name(side, id) {
                     Some(s) => value = StatValue::Ref(s),
@@ -872,7 +874,7 @@ fn stat<S: Side>(
             (1..=7, w) => {
                 return Err(r.err(r.offset(), format!("XStat field {num} has wire type {w:?}")))
             }
-            _ => r.skip(wire)?,
+            _ => r.skip(num, wire)?,
         }
     }
     keys.add(key);
@@ -910,20 +912,21 @@ impl KeyMask {
     }
 }
 
-/// Decodes an event's stat into the last event of `b`; `Ok(false)` when it needs a change
-/// `side` cannot make.
+/// Decodes an event's stat (its bytes, and their offset) into the last event of `b`; `Ok(false)`
+/// when it needs a change `side` cannot make.
 #[inline(always)]
 fn event_stat<S: Side>(
     side: &mut S,
     b: &mut EventsBuilder,
-    st: Reader<'_>,
+    (st, at): (&[u8], usize),
     keys: &mut KeyMask,
     flow: &mut EventFlow,
 ) -> Res<bool> {
-    if stat_fast(side.ctx(), st.rest(), keys, b.stats_buf(), flow) {
+    if stat_fast(side.ctx(), st, keys, b.stats_buf(), flow) {
         return Ok(true);
     }
-    let Some((k, v)) = stat(side, st, keys)? else {
+    // A reader only for the stats the fast path leaves.
+    let Some((k, v)) = stat(side, Reader::new(st, at, "XStat"), keys)? else {
         return Ok(false);
     };
     let fs = flow_slot(k);
@@ -979,8 +982,8 @@ fn count_events_in(r: &mut Reader<'_>, limit: usize) -> usize {
         }
         match r.field() {
             Ok(Some((num, wire))) => {
-                n += usize::from(num == 4 && wire == Wire::Len);
-                if r.skip(wire).is_err() {
+                n += usize::from(num == 4 && wire == WireType::Len);
+                if r.skip(num, wire).is_err() {
                     break;
                 }
             }
@@ -1016,20 +1019,20 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
             };
             if num != 4 {
                 match (num, wire) {
-                    (1, Wire::Varint) => line.id = r.varint()? as i64,
-                    (2, Wire::Len) => name = r.bytes()?.0,
-                    (3, Wire::Varint) => line.timestamp_ns = r.varint()? as i64,
-                    (9, Wire::Varint) => line.duration_ps = r.varint()? as i64,
-                    (10, Wire::Varint) => line.display_id = r.varint()? as i64,
-                    (11, Wire::Len) => display_name = r.bytes()?.0,
-                    (1 | 3 | 9 | 10, w) => r.expect(num, w, Wire::Varint)?,
-                    (2 | 11, w) => r.expect(num, w, Wire::Len)?,
-                    _ => r.skip(wire)?,
+                    (1, WireType::Varint) => line.id = r.varint()? as i64,
+                    (2, WireType::Len) => name = r.bytes()?.0,
+                    (3, WireType::Varint) => line.timestamp_ns = r.varint()? as i64,
+                    (9, WireType::Varint) => line.duration_ps = r.varint()? as i64,
+                    (10, WireType::Varint) => line.display_id = r.varint()? as i64,
+                    (11, WireType::Len) => display_name = r.bytes()?.0,
+                    (1 | 3 | 9 | 10, w) => r.expect(num, w, WireType::Varint)?,
+                    (2 | 11, w) => r.expect(num, w, WireType::Len)?,
+                    _ => r.skip(num, wire)?,
                 }
                 continue;
             }
-            if wire != Wire::Len {
-                r.expect(num, wire, Wire::Len)?;
+            if wire != WireType::Len {
+                r.expect(num, wire, WireType::Len)?;
             }
             r.message("XEvent")?
         };
@@ -1055,24 +1058,24 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         }
         while e.peek() == Some(0x22) {
             e.bump();
-            if !event_stat(side, &mut b, e.message("XStat")?, &mut keys, &mut flow)? {
+            if !event_stat(side, &mut b, e.bytes()?, &mut keys, &mut flow)? {
                 return Ok(None);
             }
         }
         while let Some((num, wire)) = e.field()? {
             match (num, wire) {
-                (1, Wire::Varint) => md_id = e.varint()? as i64,
-                (2, Wire::Varint) => offset = e.varint()? as i64,
-                (3, Wire::Varint) => dur = e.varint()? as i64,
-                (4, Wire::Len) => {
-                    if !event_stat(side, &mut b, e.message("XStat")?, &mut keys, &mut flow)? {
+                (1, WireType::Varint) => md_id = e.varint()? as i64,
+                (2, WireType::Varint) => offset = e.varint()? as i64,
+                (3, WireType::Varint) => dur = e.varint()? as i64,
+                (4, WireType::Len) => {
+                    if !event_stat(side, &mut b, e.bytes()?, &mut keys, &mut flow)? {
                         return Ok(None);
                     }
                 }
-                (5, Wire::Varint) => occurrences = Some(e.varint()? as i64),
-                (1..=3 | 5, w) => e.expect(num, w, Wire::Varint)?,
-                (4, w) => e.expect(num, w, Wire::Len)?,
-                _ => e.skip(wire)?,
+                (5, WireType::Varint) => occurrences = Some(e.varint()? as i64),
+                (1..=3 | 5, w) => e.expect(num, w, WireType::Varint)?,
+                (4, w) => e.expect(num, w, WireType::Len)?,
+                _ => e.skip(num, wire)?,
             }
         }
         let meta = match side.ctx().meta_index.get(md_id) {

@@ -17,6 +17,7 @@ use xlens_proto::xla::{
     BufferAssignmentProto, HloComputationProto, HloInstructionProto, HloProto, LayoutProto,
     PrimitiveType, ShapeProto,
 };
+use xlens_wire::{fields, Value};
 
 /// Name of the plane that holds the HLO protos.
 pub const METADATA_PLANE: &str = "/host:metadata";
@@ -340,77 +341,31 @@ impl<'p> OpNames<'p> {
     }
 }
 
-/// Protobuf wire walking for [`read_op_names`]: the fields of a message as (number, value),
-/// where length-delimited values are their bytes; `None` on malformed bytes.
-fn pb_fields(mut b: &[u8]) -> impl Iterator<Item = Option<(u64, PbValue<'_>)>> {
-    fn varint(b: &mut &[u8]) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&x, rest) = b.split_first()?;
-            *b = rest;
-            v |= ((x & 0x7f) as u64) << shift;
-            if x < 0x80 {
-                return Some(v);
-            }
-        }
-        None
-    }
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if b.is_empty() || failed {
-            return None;
-        }
-        let field = (|| {
-            let tag = varint(&mut b)?;
-            let value = match tag & 7 {
-                0 => varint(&mut b).map(|_| PbValue::Other)?,
-                1 => b.get(8..).map(|rest| b = rest).map(|_| PbValue::Other)?,
-                2 => {
-                    let n = usize::try_from(varint(&mut b)?).ok()?;
-                    let (v, rest) = (b.get(..n)?, b.get(n..)?);
-                    b = rest;
-                    PbValue::Bytes(v)
-                }
-                5 => b.get(4..).map(|rest| b = rest).map(|_| PbValue::Other)?,
-                _ => return None,
-            };
-            Some((tag >> 3, value))
-        })();
-        failed = field.is_none();
-        Some(field)
-    })
-}
-
-enum PbValue<'a> {
-    Bytes(&'a [u8]),
-    /// A varint or fixed-width value (not read here).
-    Other,
-}
-
 /// Reads `HloProto.hlo_module` (1) -> `name` (1), `computations` (3) -> `instructions` (2) ->
 /// `name` (1), `metadata` (7) -> `op_name` (2). A message field written more than once merges
-/// (repeated fields append, scalars: the last wins), as protobuf decoding does.
+/// (repeated fields append, scalars: the last wins), as protobuf decoding does; bytes that are not
+/// protobuf give `None`.
 fn read_op_names<'p>(bytes: &'p [u8], m: &mut ModuleOpNames<'p>) -> Option<()> {
     let text = |b: &'p [u8]| std::str::from_utf8(b).ok();
-    for f in pb_fields(bytes) {
-        let (1, PbValue::Bytes(module)) = f? else {
+    for f in fields(bytes) {
+        let (1, Value::Len(module)) = f.ok()? else {
             continue;
         };
-        for f in pb_fields(module) {
-            match f? {
-                (1, PbValue::Bytes(b)) => m.module_name = text(b)?,
-                (3, PbValue::Bytes(comp)) => {
-                    for f in pb_fields(comp) {
-                        let (2, PbValue::Bytes(ins)) = f? else {
+        for f in fields(module) {
+            match f.ok()? {
+                (1, Value::Len(b)) => m.module_name = text(b)?,
+                (3, Value::Len(comp)) => {
+                    for f in fields(comp) {
+                        let (2, Value::Len(ins)) = f.ok()? else {
                             continue;
                         };
                         let (mut name, mut op_name) = ("", "");
-                        for f in pb_fields(ins) {
-                            match f? {
-                                (1, PbValue::Bytes(b)) => name = text(b)?,
-                                (7, PbValue::Bytes(md)) => {
-                                    for f in pb_fields(md) {
-                                        if let (2, PbValue::Bytes(b)) = f? {
+                        for f in fields(ins) {
+                            match f.ok()? {
+                                (1, Value::Len(b)) => name = text(b)?,
+                                (7, Value::Len(md)) => {
+                                    for f in fields(md) {
+                                        if let (2, Value::Len(b)) = f.ok()? {
                                             op_name = text(b)?;
                                         }
                                     }
@@ -844,6 +799,63 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked} instructions with an op name");
+    }
+
+    /// Unknown fields of every wire type (a group too) are skipped as protobuf decoding skips
+    /// them, and bytes prost rejects (a field number 0) are rejected.
+    #[test]
+    fn op_names_skip_what_protobuf_skips() {
+        fn varint(out: &mut Vec<u8>, mut v: u64) {
+            while v >= 0x80 {
+                out.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        }
+        fn len(num: u64, body: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            varint(&mut out, num << 3 | 2);
+            varint(&mut out, body.len() as u64);
+            out.extend_from_slice(body);
+            out
+        }
+        let mut unknown = Vec::new();
+        varint(&mut unknown, 1000 << 3 | 3); // group 1000 { 1: 5 }
+        unknown.extend_from_slice(&[0x08, 0x05]);
+        varint(&mut unknown, 1000 << 3 | 4);
+        varint(&mut unknown, 1001 << 3 | 5); // fixed32
+        unknown.extend_from_slice(&[1, 2, 3, 4]);
+        varint(&mut unknown, 1002 << 3 | 1); // fixed64
+        unknown.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let hlo = |unknown: &[u8]| {
+            let md = [len(2, b"jit(f)/add"), unknown.to_vec()].concat();
+            let ins = [len(1, b"add.1"), unknown.to_vec(), len(7, &md)].concat();
+            let module = [len(1, b"jit_f"), len(3, &len(2, &ins))].concat();
+            [unknown.to_vec(), len(1, &module)].concat()
+        };
+        fn read(bytes: &[u8]) -> Option<(&str, HashMap<&str, &str>)> {
+            let mut m = ModuleOpNames {
+                name: "",
+                module_name: "",
+                program_id: None,
+                by_instruction: HashMap::new(),
+            };
+            read_op_names(bytes, &mut m)?;
+            Some((m.module_name, m.by_instruction))
+        }
+        let good = hlo(&unknown);
+        let proto = HloProto::decode(good.as_slice()).unwrap();
+        let comps = &proto.hlo_module.as_ref().unwrap().computations;
+        let ins = &comps[0].instructions[0];
+        assert_eq!(ins.metadata.as_ref().unwrap().op_name, "jit(f)/add");
+        let (module, names) = read(&good).unwrap();
+        assert_eq!(module, "jit_f");
+        assert_eq!(names.get(ins.name.as_str()), Some(&"jit(f)/add"));
+        // Field number 0, an unclosed group, an end of group with no start.
+        for bad in [&[0x00, 0x00][..], &[0xc3, 0x3e], &[0xc4, 0x3e]] {
+            assert!(HloProto::decode(hlo(bad).as_slice()).is_err(), "{bad:x?}");
+            assert!(read(&hlo(bad)).is_none(), "{bad:x?}");
+        }
     }
 
     fn arr(t: PrimitiveType, dims: &[i64], m2m: Option<&[i64]>) -> ShapeProto {

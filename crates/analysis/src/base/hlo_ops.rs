@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Profile, StatValue, StrId};
 use xlens_proto::xla::HloInstructionProto;
+use xlens_wire::{fields, Value};
 
 use crate::base::context::Analysis;
 use crate::base::cost_model::{instruction_name_of, module_costs, Cost};
@@ -108,71 +109,23 @@ pub struct OpRow {
 /// HBM memory space in XLA's `MemoryAccessed` messages.
 const MEMORY_SPACE_HBM: u64 = 1;
 
-fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*pos)?;
-        *pos += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// One protobuf field: number, wire type, varint value, (start, end) of a length-delimited value.
-type Field = (u64, u64, u64, (usize, usize));
-
-/// The fields of a protobuf message.
-fn fields(b: &[u8]) -> Option<Vec<Field>> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < b.len() {
-        let tag = varint(b, &mut pos)?;
-        let (field, wt) = (tag >> 3, tag & 7);
-        match wt {
-            0 => out.push((field, wt, varint(b, &mut pos)?, (0, 0))),
-            1 => {
-                pos = pos.checked_add(8)?;
-                out.push((field, wt, 0, (0, 0)));
-            }
-            2 => {
-                let len = usize::try_from(varint(b, &mut pos)?).ok()?;
-                let end = pos.checked_add(len)?;
-                if end > b.len() {
-                    return None;
-                }
-                out.push((field, wt, 0, (pos, end)));
-                pos = end;
-            }
-            5 => {
-                pos = pos.checked_add(4)?;
-                out.push((field, wt, 0, (0, 0)));
-            }
-            _ => return None,
-        }
-    }
-    (pos <= b.len()).then_some(out)
-}
-
 /// HBM bytes of a serialized `MemoryAccessBreakdown` (`repeated MemoryAccessed memory_accessed =
 /// 1`, each `operation_type = 1, memory_space = 2, bytes_accessed = 3`): `None` when it lists no
 /// access (or does not decode).
 pub fn hbm_bytes_of_breakdown(b: &[u8]) -> Option<f64> {
     let mut any = false;
     let mut hbm = 0.0;
-    for (f, wt, _, (s, e)) in fields(b)? {
-        if f != 1 || wt != 2 {
+    for f in fields(b) {
+        let (1, Value::Len(access)) = f.ok()? else {
             continue;
-        }
+        };
         any = true;
         let mut space = 0;
         let mut bytes = 0;
-        for (g, gwt, v, _) in fields(b.get(s..e)?)? {
-            match (g, gwt) {
-                (2, 0) => space = v,
-                (3, 0) => bytes = v,
+        for g in fields(access) {
+            match g.ok()? {
+                (2, Value::Varint(v)) => space = v,
+                (3, Value::Varint(v)) => bytes = v,
                 _ => {}
             }
         }
