@@ -22,7 +22,7 @@ use crate::base::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMet
 use crate::base::ops::{op_times, OpTimes};
 use crate::base::peaks::UserPeaks;
 use crate::base::step_db::{step_db_prepare, StepDb};
-use crate::base::step_ops::{bin_steps, StepBins};
+use crate::base::step_ops::{bin_steps, step_totals, StepBins, StepTotals};
 use crate::base::steps::{find_steps, Steps};
 use crate::base::trace::TraceIndex;
 
@@ -87,6 +87,8 @@ pub struct Analysis {
     hlo_ops: Keyed<PeaksKey, HostOps>,
     /// Every HLO module's heap, per memory space.
     module_memories: Keyed<i64, Vec<Result<ModuleMemory, String>>>,
+    /// Per-step op totals, per peak figures (they come from the op table).
+    step_totals: Keyed<PeaksKey, Option<Vec<StepTotals>>>,
     steps: OnceLock<Arc<Steps>>,
     step_ops: OnceLock<Option<Arc<StepBins>>>,
     op_times: OnceLock<Arc<OpTimes>>,
@@ -105,6 +107,7 @@ impl Analysis {
             hlo: OnceLock::new(),
             hlo_ops: Keyed::new(),
             module_memories: Keyed::new(),
+            step_totals: Keyed::new(),
             steps: OnceLock::new(),
             step_ops: OnceLock::new(),
             op_times: OnceLock::new(),
@@ -202,6 +205,23 @@ impl Analysis {
             .clone()
     }
 
+    /// Per step, the op events starting in it with their FLOPs and bytes from the op table
+    /// against `user`'s peaks ([`crate::base::step_ops::step_totals`]; `None` without steps).
+    pub fn step_totals(&self, user: UserPeaks) -> Arc<Option<Vec<StepTotals>>> {
+        self.step_totals.get(user.into(), || {
+            let bins = self.step_ops()?;
+            let table = self.hlo_ops(user);
+            // The roofline's op order: self time, then name.
+            let mut ops: Vec<&crate::base::hlo_ops::OpRow> = table.ops.iter().collect();
+            ops.sort_by(|a, b| {
+                b.self_time_ps
+                    .cmp(&a.self_time_ps)
+                    .then_with(|| a.name.cmp(&b.name))
+            });
+            Some(step_totals(&self.profile, &bins, ops))
+        })
+    }
+
     /// Time per op, by op name and module ([`op_times`]).
     pub fn op_times(&self) -> Arc<OpTimes> {
         self.op_times
@@ -225,6 +245,7 @@ impl Analysis {
         self.allocators();
         self.headroom();
         self.step_ops();
+        self.step_totals(UserPeaks::default());
         self.op_times();
     }
 

@@ -284,7 +284,8 @@ pub struct HostOps {
     pub peaks: PeakSpec,
     pub total_time_ps: i64,
     pub idle_ps: i64,
-    pub ops: Vec<OpRow>,
+    /// Every op, by total time (shared with the results that list them).
+    pub ops: std::sync::Arc<Vec<OpRow>>,
     pub notes: Vec<String>,
 }
 
@@ -355,7 +356,7 @@ pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
         peaks,
         total_time_ps,
         idle_ps: db.idle_ps,
-        ops,
+        ops: std::sync::Arc::new(ops),
         notes,
     }
 }

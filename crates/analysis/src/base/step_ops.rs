@@ -2,10 +2,12 @@
 //! the ops' figures (so the pass can run while the op table is built). The roofline's step points
 //! and any per-step op view read it.
 
+use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
 use crate::base::fx::FxMap;
-use crate::base::ops::{op_lines, OpSource};
+use crate::base::hlo_ops::OpRow;
+use crate::base::ops::{op_lines, op_name, OpSource};
 use crate::base::steps::Steps;
 
 /// An op event's `program_id` (its own stat, else its metadata's).
@@ -119,4 +121,64 @@ pub fn bin_steps(p: &Profile, steps: &Steps) -> Option<StepBins> {
         keys,
         events,
     })
+}
+
+/// One step's op events: their summed duration, and the FLOPs, HBM bytes and bytes accessed of
+/// each occurrence (its op's totals over its occurrences), summed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepTotals {
+    pub time_ps: i64,
+    pub flops: f64,
+    pub hbm_bytes: f64,
+    pub bytes_accessed: f64,
+    pub occurrences: u64,
+}
+
+/// [`StepTotals`] of every step of `bins`, from the op table `ops` (an op's per-occurrence
+/// figures found by name and program id, else by name; the last row of a (name, program id)
+/// wins). Sums follow the events' scan order.
+pub fn step_totals<'a>(
+    p: &Profile,
+    bins: &StepBins,
+    ops: impl IntoIterator<Item = &'a OpRow>,
+) -> Vec<StepTotals> {
+    let mut per: HashMap<(&str, Option<u64>), (f64, f64, f64)> = HashMap::new();
+    for o in ops {
+        let n = o.occurrences.max(1) as f64;
+        per.insert(
+            (o.name.as_str(), o.program_id),
+            (o.flops / n, o.hbm_bytes / n, o.bytes_accessed / n),
+        );
+    }
+    let figures: Vec<(f64, f64, f64)> = bins
+        .keys
+        .iter()
+        .map(|&(plane, m, pid)| {
+            let Some(md) = p
+                .planes
+                .get(plane)
+                .and_then(|pl| pl.event_metadata.get(m as usize))
+            else {
+                return Default::default();
+            };
+            let name = p.str(op_name(p, md));
+            per.get(&(name, pid))
+                .or_else(|| per.get(&(name, None)))
+                .copied()
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut acc = vec![StepTotals::default(); bins.steps.steps.len()];
+    for &(k, key, dur) in &bins.events {
+        let (f, h, b) = figures.get(key as usize).copied().unwrap_or_default();
+        let Some(a) = acc.get_mut(k as usize) else {
+            continue;
+        };
+        a.time_ps += dur;
+        a.flops += f;
+        a.hbm_bytes += h;
+        a.bytes_accessed += b;
+        a.occurrences += 1;
+    }
+    acc
 }

@@ -77,7 +77,7 @@ pub struct HostOpProfile {
     pub idle_ps: i64,
     pub op_count: usize,
     /// Every op, by total time.
-    pub ops: Vec<OpRow>,
+    pub ops: std::sync::Arc<Vec<OpRow>>,
     pub by_program: Node,
     pub by_category: Node,
     pub by_provenance: Node,
@@ -318,7 +318,7 @@ fn failed(host: &str, e: String) -> HostOpProfile {
         total_time_ps: 0,
         idle_ps: 0,
         op_count: 0,
-        ops: Vec::new(),
+        ops: Default::default(),
         by_program: empty(),
         by_category: empty(),
         by_provenance: empty(),
@@ -418,7 +418,7 @@ pub fn render_csv(r: &OpProfileReport) -> String {
     use crate::base::fmt::csv_field;
     let mut o = String::from("host,program,category,op,occurrences,total_time_ps,self_time_ps,time_fraction,flops,bytes_accessed,hbm_bytes,flop_rate_gflops,hbm_bw_gibps,flops_utilization,hbm_utilization,bound_by,wasted_time_fraction,provenance,source,cost_source,expression\n");
     for h in &r.hosts {
-        for x in &h.ops {
+        for x in h.ops.iter() {
             o.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:?},{}\n",
                 csv_field(&h.host),

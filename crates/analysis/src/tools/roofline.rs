@@ -9,14 +9,13 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
-use xlens_model::Profile;
 
 use crate::base::context::{Analysis, Run};
 use crate::base::fmt::csv_field;
 use crate::base::hlo_ops::{CostSource, OpRow, GIB_PER_GB};
 use crate::base::ops::{op_lines, op_name, OpSource};
 use crate::base::peaks::{PeakSpec, UserPeaks};
-use crate::base::step_ops::{program_id, StepBins};
+use crate::base::step_ops::{program_id, StepBins, StepTotals};
 use crate::base::tool::{Tool, ToolError};
 
 /// One point of the plot (and one record of the table).
@@ -170,58 +169,24 @@ fn op_point(o: &OpRow, peaks: Option<&PeakSpec>) -> RooflinePoint {
 /// Per-step totals (time of the ops starting in the step, their FLOPs and HBM bytes), from each
 /// op's per-occurrence figures.
 fn step_points(
-    p: &Profile,
     bins: Option<&StepBins>,
-    ops: &[&OpRow],
+    totals: Option<&[StepTotals]>,
     peaks: Option<&PeakSpec>,
 ) -> Vec<RooflinePoint> {
     let Some(bins) = bins else {
         return Vec::new();
     };
-    // Per-occurrence figures by (op name, program id), then by op key.
-    let mut per: HashMap<(&str, Option<u64>), (f64, f64, f64)> = HashMap::new();
-    for o in ops {
-        let n = o.occurrences.max(1) as f64;
-        per.insert(
-            (o.name.as_str(), o.program_id),
-            (o.flops / n, o.hbm_bytes / n, o.bytes_accessed / n),
-        );
-    }
-    let figures: Vec<(f64, f64, f64)> = bins
-        .keys
-        .iter()
-        .map(|&(plane, m, pid)| {
-            let Some(md) = p
-                .planes
-                .get(plane)
-                .and_then(|pl| pl.event_metadata.get(m as usize))
-            else {
-                return Default::default();
-            };
-            let name = p.str(op_name(p, md));
-            per.get(&(name, pid))
-                .or_else(|| per.get(&(name, None)))
-                .copied()
-                .unwrap_or_default()
-        })
-        .collect();
-    let mut acc: Vec<(i64, f64, f64, f64, u64)> =
-        vec![(0, 0.0, 0.0, 0.0, 0); bins.steps.steps.len()];
-    for &(k, key, dur) in &bins.events {
-        let (f, h, b) = figures.get(key as usize).copied().unwrap_or_default();
-        let a = &mut acc[k as usize];
-        a.0 += dur;
-        a.1 += f;
-        a.2 += h;
-        a.3 += b;
-        a.4 += 1;
-    }
+    let acc = totals.unwrap_or_default();
     bins.steps
         .steps
         .iter()
-        .zip(acc)
+        .zip(
+            acc.iter()
+                .copied()
+                .chain(std::iter::repeat(StepTotals::default())),
+        )
         .enumerate()
-        .map(|(i, (s, (t, f, h, b, n)))| {
+        .map(|(i, (s, t))| {
             let label = s.step_num.map_or_else(|| i.to_string(), |v| v.to_string());
             point(
                 &label,
@@ -229,12 +194,12 @@ fn step_points(
                 &format!("step {label}"),
                 "",
                 "Step",
-                n,
-                t,
-                t,
-                f,
-                h,
-                b,
+                t.occurrences,
+                t.time_ps,
+                t.time_ps,
+                t.flops,
+                t.hbm_bytes,
+                t.bytes_accessed,
                 peaks,
                 "",
             )
@@ -392,7 +357,8 @@ pub fn host_roofline_at(
             "Total", "program", name, name, "Program", *n, *t, *t, *f, *hb, *b, peaks, "",
         ));
     }
-    let steps = step_points(p, bins.as_deref(), &ops, peaks);
+    let totals = a.step_totals(user);
+    let steps = step_points(bins.as_deref(), totals.as_deref(), peaks);
     let step_count = steps.len();
     points.extend(steps);
     let mut notes = h.notes.clone();
