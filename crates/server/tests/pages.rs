@@ -2,22 +2,8 @@
 //! embedded modules, data is JSON), names no outside URL, and the overview's step chart and the
 //! graph viewer's opening list are there.
 
-use std::path::Path;
-
 mod common;
-use common::{get, json};
-
-fn serve() -> (tokio::runtime::Runtime, String) {
-    let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let state = xlens_server::AppState::new(logdir, "test");
-    rt.spawn(xlens_server::serve_on(listener, state));
-    (rt, addr)
-}
+use common::{get, json, serve_fixtures as serve};
 
 /// Inline code: a `<script>` that is neither a module file nor JSON data, or an event attribute.
 fn inline_code(html: &str) -> Option<String> {

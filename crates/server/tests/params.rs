@@ -2,22 +2,8 @@
 //! (as HTML forms send them) unset, an invalid value a 400 naming it, and a second tool on a run
 //! already open answering from what the first computed.
 
-use std::path::Path;
-
 mod common;
-use common::{get, json};
-
-fn serve() -> (tokio::runtime::Runtime, String) {
-    let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let state = xlens_server::AppState::new(logdir, "test");
-    rt.spawn(xlens_server::serve_on(listener, state));
-    (rt, addr)
-}
+use common::{get, json, serve_fixtures as serve};
 
 #[test]
 fn query_parameters_are_the_tools_parameters() {

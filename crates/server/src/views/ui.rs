@@ -239,30 +239,22 @@ impl<'a, R> Table<'a, R> {
     }
 
     /// A column of text (or markup) cells.
-    pub fn col(
-        mut self,
-        head: impl Into<Cow<'static, str>>,
-        cell: impl Fn(&R) -> Cell + 'a,
-    ) -> Self {
-        self.columns.push(Column {
-            head: head.into(),
-            num: false,
-            cell: Box::new(cell),
-        });
-        self
+    pub fn col(self, head: impl Into<Cow<'static, str>>, cell: impl Fn(&R) -> Cell + 'a) -> Self {
+        self.column(head.into(), false, Box::new(cell))
     }
 
     /// A column of numbers (right-aligned header).
-    pub fn num(
+    pub fn num(self, head: impl Into<Cow<'static, str>>, cell: impl Fn(&R) -> Cell + 'a) -> Self {
+        self.column(head.into(), true, Box::new(cell))
+    }
+
+    fn column(
         mut self,
-        head: impl Into<Cow<'static, str>>,
-        cell: impl Fn(&R) -> Cell + 'a,
+        head: Cow<'static, str>,
+        num: bool,
+        cell: Box<dyn Fn(&R) -> Cell + 'a>,
     ) -> Self {
-        self.columns.push(Column {
-            head: head.into(),
-            num: true,
-            cell: Box::new(cell),
-        });
+        self.columns.push(Column { head, num, cell });
         self
     }
 

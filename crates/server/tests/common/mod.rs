@@ -32,3 +32,16 @@ pub fn get(addr: &str, path: &str) -> (u16, String) {
 pub fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
+
+/// A server over the committed fixtures on a loopback port (kept alive by the runtime).
+pub fn serve_fixtures() -> (tokio::runtime::Runtime, String) {
+    let logdir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let state = xlens_server::AppState::new(logdir, "test");
+    rt.spawn(xlens_server::serve_on(listener, state));
+    (rt, addr)
+}
