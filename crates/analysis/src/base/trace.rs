@@ -494,70 +494,129 @@ impl TraceIndex {
         (p, plane, &plane.lines[t.line as usize])
     }
 
-    /// Everything to draw for `[start, end)` at `width` pixels.
-    pub fn query(&self, start: i64, end: i64, width: u32) -> Viewport {
-        let width = width.clamp(1, 20_000);
-        let end = end.max(start + 1);
-        let ps_per_px = ((end - start) as f64 / width as f64).max(1e-9);
-        let min_class = class((ps_per_px / 2.0).ceil() as i64).max(1);
+    /// The events and merged boxes of `items` ((track, depth) pairs) in `[start, end)`, with
+    /// the names they use numbered in order of first use.
+    fn walk(
+        &self,
+        items: &[(usize, usize)],
+        start: i64,
+        end: i64,
+        ps_per_px: f64,
+        min_class: u8,
+    ) -> (NameTable, Vec<EventOut>, Vec<Summary>) {
         let mut names = NameTable::default();
         let mut events = Vec::new();
         let mut summaries = Vec::new();
         let mut hits = Vec::new();
-        for t in &self.tracks {
+        for &(ti, depth) in items {
+            let t = &self.tracks[ti];
+            let di = &t.depths[depth];
             let (p, plane, line) = self.line(t);
             let ev = &line.events;
             let off = self.hosts[t.host as usize].offset_ps;
             // Work in the line's own time.
             let (ls, le) = (start - off, end - off);
-            for (depth, di) in t.depths.iter().enumerate() {
-                let n = di.idx.len();
-                let start_of = |k: usize| ev.start(di.idx[k] as usize);
-                // First event that can overlap the window: the last one starting before it.
-                let mut lo = partition(n, |k| start_of(k) < ls);
-                if lo > 0 && ev.end(di.idx[lo - 1] as usize) > ls {
-                    lo -= 1;
+            let n = di.idx.len();
+            let start_of = |k: usize| ev.start(di.idx[k] as usize);
+            // First event that can overlap the window: the last one starting before it.
+            let mut lo = partition(n, |k| start_of(k) < ls);
+            if lo > 0 && ev.end(di.idx[lo - 1] as usize) > ls {
+                lo -= 1;
+            }
+            // Inclusive end, so that a query of the whole span holds every event.
+            let hi = partition(n, |k| start_of(k) <= le);
+            if lo >= hi {
+                continue;
+            }
+            hits.clear();
+            di.tree.at_least(lo, hi, min_class, &mut hits);
+            // Runs of narrow events lie between consecutive wide ones.
+            let ctx = RunCtx {
+                p,
+                plane,
+                line,
+                di,
+                track: t.id,
+                depth: depth as u16,
+                off,
+                ls,
+                ps_per_px,
+            };
+            let mut run_start = lo;
+            for &h in &hits {
+                if h > run_start {
+                    ctx.summarize(run_start, h, &mut names, &mut summaries);
                 }
-                // Inclusive end, so that a query of the whole span holds every event.
-                let hi = partition(n, |k| start_of(k) <= le);
-                if lo >= hi {
-                    continue;
-                }
-                hits.clear();
-                di.tree.at_least(lo, hi, min_class, &mut hits);
-                // Runs of narrow events lie between consecutive wide ones.
-                let ctx = RunCtx {
-                    p,
-                    plane,
-                    line,
-                    di,
+                let i = di.idx[h] as usize;
+                events.push(EventOut {
                     track: t.id,
+                    index: i as u32,
                     depth: depth as u16,
-                    off,
-                    ls,
-                    ps_per_px,
-                };
-                let mut run_start = lo;
-                for &h in &hits {
-                    if h > run_start {
-                        ctx.summarize(run_start, h, &mut names, &mut summaries);
-                    }
-                    let i = di.idx[h] as usize;
-                    events.push(EventOut {
-                        track: t.id,
-                        index: i as u32,
-                        depth: depth as u16,
-                        start_ps: ev.start(i) + off,
-                        dur_ps: ev.dur(i),
-                        name: names.id(p, plane, line, i),
-                    });
-                    run_start = h + 1;
-                }
-                if run_start < hi {
-                    ctx.summarize(run_start, hi, &mut names, &mut summaries);
-                }
+                    start_ps: ev.start(i) + off,
+                    dur_ps: ev.dur(i),
+                    name: names.id(p, plane, line, i),
+                });
+                run_start = h + 1;
+            }
+            if run_start < hi {
+                ctx.summarize(run_start, hi, &mut names, &mut summaries);
             }
         }
+        (names, events, summaries)
+    }
+
+    /// Everything to draw for `[start, end)` at `width` pixels.
+    pub fn query(&self, start: i64, end: i64, width: u32) -> Viewport {
+        self.query_split(start, end, width, PARALLEL_QUERY_EVENTS)
+    }
+
+    /// [`TraceIndex::query`], walking the tracks on two threads when the window holds about
+    /// `parallel_from` events or more (the answer is the same either way).
+    fn query_split(&self, start: i64, end: i64, width: u32, parallel_from: usize) -> Viewport {
+        let width = width.clamp(1, 20_000);
+        let end = end.max(start + 1);
+        let ps_per_px = ((end - start) as f64 / width as f64).max(1e-9);
+        let min_class = class((ps_per_px / 2.0).ceil() as i64).max(1);
+        // Every (track, depth), in drawing order; on large traces the two halves (by events)
+        // are walked on two threads and joined in order, names renumbered as one walk would.
+        let items: Vec<(usize, usize)> = self
+            .tracks
+            .iter()
+            .enumerate()
+            .flat_map(|(t, tr)| (0..tr.depths.len()).map(move |d| (t, d)))
+            .collect();
+        let weight = |&(t, d): &(usize, usize)| self.tracks[t].depths[d].idx.len();
+        let total: usize = items.iter().map(weight).sum();
+        let walk = |part: &[(usize, usize)]| self.walk(part, start, end, ps_per_px, min_class);
+        // Events the window holds, about (as if spread evenly over the trace's span).
+        let span = (self.span.1 - self.span.0).max(1) as f64;
+        let in_window = total as f64 * ((end - start) as f64 / span).min(1.0);
+        let (names, events, summaries) = if in_window >= parallel_from as f64 && items.len() > 1 {
+            let mut acc = 0;
+            let cut = items
+                .iter()
+                .position(|it| {
+                    acc += weight(it);
+                    acc * 2 >= total
+                })
+                .map_or(items.len(), |i| i + 1);
+            let (a, b) = items.split_at(cut);
+            let (first, second) = crate::base::par::join(|| walk(a), || walk(b));
+            let (mut names, mut events, mut summaries) = first;
+            let (names2, events2, summaries2) = second;
+            let remap = names.absorb(names2);
+            events.extend(events2.into_iter().map(|mut e| {
+                e.name = remap[e.name as usize];
+                e
+            }));
+            summaries.extend(summaries2.into_iter().map(|mut s| {
+                s.name = remap[s.name as usize];
+                s
+            }));
+            (names, events, summaries)
+        } else {
+            walk(&items)
+        };
         Viewport {
             start_ps: start,
             end_ps: end,
@@ -1149,6 +1208,9 @@ pub fn synthetic_profile(n: usize, lines: usize) -> Profile {
 }
 
 /// Names interned per response.
+/// Above about this many events in the window a query walks its tracks on two threads.
+const PARALLEL_QUERY_EVENTS: usize = 200_000;
+
 #[derive(Default)]
 struct NameTable {
     names: Vec<String>,
@@ -1156,6 +1218,31 @@ struct NameTable {
 }
 
 impl NameTable {
+    /// Takes in `other`'s names that are not here yet, in `other`'s order (as if its walk had
+    /// continued this one's); returns what each of `other`'s ids became.
+    fn absorb(&mut self, other: NameTable) -> Vec<u32> {
+        let mut keys = vec![(0usize, 0u32); other.names.len()];
+        for (k, &id) in &other.map {
+            if let Some(slot) = keys.get_mut(id as usize) {
+                *slot = *k;
+            }
+        }
+        other
+            .names
+            .into_iter()
+            .zip(keys)
+            .map(|(name, key)| match self.map.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.names.len() as u32;
+                    self.names.push(name);
+                    self.map.insert(key, id);
+                    id
+                }
+            })
+            .collect()
+    }
+
     fn id(&mut self, p: &Profile, plane: &Plane, line: &Line, i: usize) -> u32 {
         let meta = line.events.meta(i);
         let key = (plane as *const Plane as usize, meta);
@@ -1454,6 +1541,32 @@ mod tests {
             "{:?}",
             v.summaries.iter().map(|x| x.count).max()
         );
+    }
+
+    #[test]
+    fn two_thread_queries_equal_one_walk() {
+        let profiles = [
+            crate::base::load::jax_fixture(),
+            synthetic_profile(20_000, 4),
+        ];
+        for p in profiles {
+            let idx = TraceIndex::build(vec![("h".into(), Arc::new(p))]);
+            let (s, e) = idx.span;
+            let q = (e - s) / 7;
+            for (a, b, w) in [
+                (s, e, 1500),
+                (s + q, s + 3 * q, 800),
+                (s + 2 * q, s + 2 * q + 1000, 300),
+            ] {
+                let one = idx.query_split(a, b, w, usize::MAX);
+                let two = idx.query_split(a, b, w, 0);
+                assert_eq!(
+                    serde_json::to_value(&one).unwrap(),
+                    serde_json::to_value(&two).unwrap(),
+                    "window {a}..{b} at {w} px"
+                );
+            }
+        }
     }
 
     #[test]
