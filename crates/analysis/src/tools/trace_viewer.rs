@@ -27,10 +27,137 @@ pub struct TraceViewerParams {
 /// One window of the timeline, names written inline.
 pub struct TraceWindow(pub Viewport);
 
+/// The window as `Viewport::to_json(true)` writes it (keys in name order, names inline), written
+/// straight from the viewport instead of through a JSON value tree.
 impl Serialize for TraceWindow {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.to_json(true).serialize(s)
+        let v = &self.0;
+        let name = |i: u32| v.names.get(i as usize).map_or("", String::as_str);
+        Window {
+            counters: v
+                .counters
+                .iter()
+                .map(|c| Counter {
+                    group: &c.group,
+                    id: c.id,
+                    max: c.max,
+                    min: c.min,
+                    name: &c.name,
+                    points_total: c.points_total,
+                    times_ps: &c.times_ps,
+                    values: &c.values,
+                })
+                .collect(),
+            end_ps: v.end_ps,
+            events: v
+                .events
+                .iter()
+                .map(|e| Event {
+                    depth: e.depth,
+                    dur_ps: e.dur_ps,
+                    index: e.index,
+                    name: name(e.name),
+                    start_ps: e.start_ps,
+                    track: e.track,
+                })
+                .collect(),
+            names: &v.names,
+            ps_per_px: v.ps_per_px,
+            span_end_ps: v.span_end_ps,
+            span_start_ps: v.span_start_ps,
+            start_ps: v.start_ps,
+            summaries: v
+                .summaries
+                .iter()
+                .map(|b| Boxed {
+                    count: b.count,
+                    covered_ps: b.covered_ps,
+                    depth: b.depth,
+                    end_ps: b.end_ps,
+                    longest_ps: b.longest_ps,
+                    name: name(b.name),
+                    start_ps: b.start_ps,
+                    track: b.track,
+                })
+                .collect(),
+            total_events: v.total_events,
+            tracks: v
+                .tracks
+                .iter()
+                .map(|t| Track {
+                    depths: t.depths,
+                    events: t.events,
+                    group: &t.group,
+                    host: &t.host,
+                    id: t.id,
+                    name: &t.name,
+                })
+                .collect(),
+            width_px: v.width_px,
+        }
+        .serialize(s)
     }
+}
+
+// The viewport's parts with their fields in name order (as a JSON value tree would write them).
+#[derive(Serialize)]
+struct Window<'a> {
+    counters: Vec<Counter<'a>>,
+    end_ps: i64,
+    events: Vec<Event<'a>>,
+    names: &'a [String],
+    ps_per_px: f64,
+    span_end_ps: i64,
+    span_start_ps: i64,
+    start_ps: i64,
+    summaries: Vec<Boxed<'a>>,
+    total_events: u64,
+    tracks: Vec<Track<'a>>,
+    width_px: u32,
+}
+
+#[derive(Serialize)]
+struct Counter<'a> {
+    group: &'a str,
+    id: u32,
+    max: f64,
+    min: f64,
+    name: &'a str,
+    points_total: u64,
+    times_ps: &'a [i64],
+    values: &'a [f64],
+}
+
+#[derive(Serialize)]
+struct Event<'a> {
+    depth: u16,
+    dur_ps: i64,
+    index: u32,
+    name: &'a str,
+    start_ps: i64,
+    track: u32,
+}
+
+#[derive(Serialize)]
+struct Boxed<'a> {
+    count: u64,
+    covered_ps: i64,
+    depth: u16,
+    end_ps: i64,
+    longest_ps: i64,
+    name: &'a str,
+    start_ps: i64,
+    track: u32,
+}
+
+#[derive(Serialize)]
+struct Track<'a> {
+    depths: u16,
+    events: u64,
+    group: &'a str,
+    host: &'a str,
+    id: u32,
+    name: &'a str,
 }
 
 /// The trace viewer tool.
@@ -83,5 +210,41 @@ impl Tool for TraceViewer {
             ));
         }
         Some(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::trace::TraceIndex;
+    use std::sync::Arc;
+
+    #[test]
+    fn written_as_the_json_value_tree_writes_it() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/logdir/plugins/profile"
+        );
+        for run in [
+            "jax_mlp_small",
+            "tpu_inference",
+            "gpu_multi_worker",
+            "tf_keras_cnn_small",
+        ] {
+            let sessions = xlens_store::discover(std::path::Path::new(&format!("{dir}/{run}")))
+                .unwrap_or_default();
+            let Some(h) = sessions.first().and_then(|s| s.hosts.first()) else {
+                panic!("{run}: no fixture");
+            };
+            let p = crate::base::load::load_host(h).expect("fixture loads");
+            let idx = TraceIndex::build(vec![("h".into(), Arc::new(p))]);
+            let (s, e) = idx.span;
+            for (a, b, w) in [(s, e, 1500), (s + (e - s) / 3, s + (e - s) / 2, 400)] {
+                let v = idx.query(a, b, w);
+                let tree = serde_json::to_string(&v.to_json(true)).unwrap();
+                let direct = serde_json::to_string(&TraceWindow(v)).unwrap();
+                assert_eq!(direct, tree, "{run} {a}..{b}");
+            }
+        }
     }
 }
