@@ -15,6 +15,16 @@ const PROTO_FILES: &[&str] = &[
     "hlo.proto",
 ];
 
+/// Message fields of `xla.HloInstructionProto` that only some opcodes set.
+const HLO_INSTRUCTION_BOXED: &[&str] = &[
+    "window",
+    "convolution_dimension_numbers",
+    "dot_dimension_numbers",
+    "collective_device_list",
+    "iota_collective_device_list",
+    "mesh_axes_replica_group_list",
+];
+
 fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed={PROTO_DIR}");
     for file in PROTO_FILES {
@@ -22,7 +32,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     let fds = protox::compile(PROTO_FILES, [PROTO_DIR])?;
-    prost_build::Config::new().compile_fds(fds)?;
+    let mut config = prost_build::Config::new();
+    // An instruction's rarely set sub-messages live behind a pointer: inline they made each
+    // decoded `HloInstructionProto` 2,104 bytes (an instruction takes tens of bytes in the
+    // file), and the HLO tools peaked at 20-30 times the HLO's serialized size.
+    for field in HLO_INSTRUCTION_BOXED {
+        config.boxed(format!(".xla.HloInstructionProto.{field}"));
+    }
+    config.compile_fds(fds)?;
     #[cfg(feature = "grpc")]
     grpc()?;
     Ok(())

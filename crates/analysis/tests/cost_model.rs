@@ -233,10 +233,10 @@ fn conv_module(
         opcode: "convolution".into(),
         shape: Some(arr(&output)),
         operand_ids: vec![1, 2],
-        convolution_dimension_numbers: Some(dn),
+        convolution_dimension_numbers: Some(Box::new(dn)),
         feature_group_count,
         batch_group_count: 1,
-        window: Some(Window {
+        window: Some(Box::new(Window {
             dimensions: window
                 .iter()
                 .enumerate()
@@ -250,7 +250,7 @@ fn conv_module(
                     window_reversal: false,
                 })
                 .collect(),
-        }),
+        })),
         ..Default::default()
     };
     let comp = HloComputationProto {

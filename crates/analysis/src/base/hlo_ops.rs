@@ -300,9 +300,11 @@ fn stat_u64(v: Option<StatValue>) -> Option<u64> {
 /// Builds every op row of one host.
 pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
     let p = a.profile();
+    // First: on a CPU-only profile this measures the machine with two 4 MiB buffers, which are
+    // gone again before the HLO modules are decoded.
+    let peaks = peak_spec(p, user);
     let idx = a.hlo();
     let db = a.op_metrics();
-    let peaks = peak_spec(p, user);
     let mut notes: Vec<String> = Vec::new();
     // XLA's own figures when device ops carry them.
     let xla_figures = db.source == Some(OpSource::DeviceXlaOps)
