@@ -306,13 +306,29 @@ fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
 fn print_output(name: &str, out: &tools::ToolOutput, f: Format) -> Result<()> {
     let text = match f {
         Format::Text => out.text(),
-        Format::Json => out.json_string(true).context("serialising JSON")? + "\n",
+        Format::Json => return write_json_stdout(out),
         Format::Csv => match out.csv() {
             Some(c) => c,
             None => bail!("tool `{name}` has no CSV output; use --json"),
         },
     };
     write_stdout(&text)
+}
+
+/// Writes a tool's JSON to stdout as it is made (not held whole first), ending with a newline;
+/// a reader that stops early ends the command quietly, as in [`write_stdout`].
+fn write_json_stdout(out: &tools::ToolOutput) -> Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let r = out.write_json(&mut w, true).and_then(|()| {
+        w.write_all(b"\n")
+            .and_then(|()| w.flush())
+            .map_err(|e| tools::ToolError::Write(e.kind()))
+    });
+    match r {
+        Err(tools::ToolError::Write(std::io::ErrorKind::BrokenPipe)) => Ok(()),
+        r => r.context("writing the JSON answer"),
+    }
 }
 
 /// Writes a command's output. A reader that stops early (`| head`) ends the command quietly,

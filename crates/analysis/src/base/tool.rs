@@ -45,6 +45,9 @@ pub enum ToolError {
     Serialize(String),
     #[error("{0}")]
     Load(String),
+    /// Writing an answer out failed (`ToolOutput::write_json`), e.g. a closed pipe.
+    #[error("writing the answer: {0}")]
+    Write(std::io::ErrorKind),
 }
 
 /// A result per host for tools computed from each host alone: serialised as

@@ -37,7 +37,17 @@ impl ToolOutput {
 
     /// The result as JSON text, indented when `pretty`.
     pub fn json_string(&self, pretty: bool) -> Result<String, ToolError> {
-        self.forms.json_string(pretty)
+        let mut out = Vec::with_capacity(1 << 16);
+        self.forms.write_json(&mut out, pretty)?;
+        // serde_json writes valid UTF-8 only.
+        String::from_utf8(out).map_err(|e| ToolError::Serialize(e.to_string()))
+    }
+
+    /// Writes the JSON of [`ToolOutput::json_string`] to `w` as it is made, without holding all
+    /// of it (an op profile's JSON can be four times the profile). Errors of `w` come back as
+    /// `ToolError::Write`.
+    pub fn write_json(&self, w: &mut dyn std::io::Write, pretty: bool) -> Result<(), ToolError> {
+        self.forms.write_json(w, pretty)
     }
 
     /// A human-readable rendering.
@@ -54,7 +64,7 @@ impl ToolOutput {
 trait Forms {
     fn any(&self) -> &dyn Any;
     fn json(&self) -> Result<serde_json::Value, ToolError>;
-    fn json_string(&self, pretty: bool) -> Result<String, ToolError>;
+    fn write_json(&self, w: &mut dyn std::io::Write, pretty: bool) -> Result<(), ToolError>;
     fn text(&self) -> String;
     fn csv(&self) -> Option<String>;
 }
@@ -72,13 +82,16 @@ impl<T: Serialize + 'static> Forms for Typed<T> {
     fn json(&self) -> Result<serde_json::Value, ToolError> {
         serde_json::to_value(&self.r).map_err(|e| ToolError::Serialize(e.to_string()))
     }
-    fn json_string(&self, pretty: bool) -> Result<String, ToolError> {
-        let s = if pretty {
-            to_string_readable(&self.r)
+    fn write_json(&self, w: &mut dyn std::io::Write, pretty: bool) -> Result<(), ToolError> {
+        let r = if pretty {
+            write_readable(w, &self.r)
         } else {
-            serde_json::to_string(&self.r)
+            serde_json::to_writer(&mut *w, &self.r)
         };
-        s.map_err(|e| ToolError::Serialize(e.to_string()))
+        r.map_err(|e| match e.io_error_kind() {
+            Some(kind) => ToolError::Write(kind),
+            None => ToolError::Serialize(e.to_string()),
+        })
     }
     fn text(&self) -> String {
         (self.text)(&self.r)
@@ -92,14 +105,14 @@ impl<T: Serialize + 'static> Forms for Typed<T> {
 /// (a step's breakdown or a row of numbers stays one line; objects inside arrays still open
 /// their keys one per line). Half the size of fully indented JSON for tables of numbers, and
 /// written in half the time.
-fn to_string_readable<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_json::Error> {
-    let mut out = Vec::with_capacity(1 << 16);
+fn write_readable<T: Serialize + ?Sized>(
+    w: &mut dyn std::io::Write,
+    v: &T,
+) -> Result<(), serde_json::Error> {
     v.serialize(&mut serde_json::Serializer::with_formatter(
-        &mut out,
+        w,
         Readable::default(),
-    ))?;
-    // serde_json writes valid UTF-8 only.
-    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+    ))
 }
 
 #[derive(Default)]
@@ -169,8 +182,14 @@ fn indent<W: ?Sized + std::io::Write>(w: &mut W, depth: usize) -> std::io::Resul
 
 #[cfg(test)]
 mod tests {
-    use super::to_string_readable;
+    use super::write_readable;
     use serde_json::json;
+
+    fn to_string_readable(v: &serde_json::Value) -> String {
+        let mut out = Vec::new();
+        write_readable(&mut out, v).unwrap();
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn readable_json_parses_back_and_keeps_arrays_on_one_line() {
@@ -182,7 +201,7 @@ mod tests {
             "nested": {"deeper": {"k": [[1, 2], [], [{}]]}},
             "text": "quote \" and \\ backslash"
         });
-        let s = to_string_readable(&v).unwrap();
+        let s = to_string_readable(&v);
         assert_eq!(serde_json::from_str::<serde_json::Value>(&s).unwrap(), v);
         assert!(s.contains("\n  \"numbers\": [1, 2.5, -3],\n"), "{s}");
         assert!(s.contains("\"empty_object\": {},"), "{s}");
