@@ -57,7 +57,7 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
         // As `xlens tool` reads it.
         let bytes = crate::mapped::map(&host)?;
         let t1 = Instant::now();
-        let profile = xlens_analysis::base::load::decode_bytes(&bytes)
+        let profile = xlens_analysis::base::load::decode_bytes(&bytes, host.format)
             .map_err(|e| anyhow::anyhow!("{}: {e}", host.path.display()))?;
         let t2 = Instant::now();
         bytes_len = bytes.bytes().len();

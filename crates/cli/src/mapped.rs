@@ -70,7 +70,7 @@ pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
 /// Loads a host file through a mapping.
 pub fn load(file: &HostFile) -> Result<Profile, LoadError> {
     let bytes = map(file)?;
-    decode_bytes(&bytes).map_err(|source| LoadError::Decode {
+    decode_bytes(&bytes, file.format).map_err(|source| LoadError::Decode {
         path: file.path.clone(),
         source,
     })

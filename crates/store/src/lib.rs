@@ -5,7 +5,9 @@
 //! * [`read`] returns a file's bytes as a [`FileBytes`] (decompressed if gzip), whose pages can be
 //!   released as an importer walks through them, so decoding a large file does not hold it twice.
 //!
-//! Only local disk is implemented; `gs://` and `s3://` will come behind the same two functions.
+//! Profiles are XSpace files (`<host>.xplane.pb[.gz]`) or Chrome trace JSON (the PyTorch
+//! profiler's `*.pt.trace.json[.gz]`, one per rank). Only local disk is implemented; `gs://` and
+//! `s3://` will come behind the same two functions.
 
 use serde::Serialize;
 use std::fs;
@@ -24,11 +26,11 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: no profiles found. Expected `<logdir>/plugins/profile/<session>/<host>.xplane.pb` (or a session folder, or one .xplane.pb file); {found}")]
+    #[error("{path}: no profiles found. Expected `<logdir>/plugins/profile/<session>/<host>.xplane.pb` (or a session folder, or one .xplane.pb file), or PyTorch profiler traces (`*.pt.trace.json[.gz]`); {found}")]
     NoProfiles { path: PathBuf, found: String },
     #[error("{path}: {what} files are not supported yet; save the profile as .xplane.pb (XProf and JAX/TensorFlow write that by default)")]
     Unsupported { path: PathBuf, what: &'static str },
-    #[error("{path}: not a profile file; expected a name ending in .xplane.pb (or .xplane.pb.gz)")]
+    #[error("{path}: not a profile file; expected a name ending in .xplane.pb (or .xplane.pb.gz), or a Chrome trace ending in .json (or .json.gz)")]
     NotAProfile { path: PathBuf },
     #[error("{path}: gzip data is corrupt or truncated: {source}")]
     Gzip {
@@ -46,16 +48,24 @@ pub enum Format {
     XSpace,
     /// `*.xplane.riegeli`: recognised, not read yet.
     XSpaceRiegeli,
+    /// Chrome trace JSON (`*.pt.trace.json` from the PyTorch profiler, `*.trace.json`, any
+    /// `*.json` holding `traceEvents`), possibly gzip-compressed.
+    ChromeTrace,
 }
 
 /// One host's file in a session.
 #[derive(Debug, Clone, Serialize)]
 pub struct HostFile {
-    /// Host name, from the file name (`<host>.xplane.pb`).
+    /// Host name, from the file name (`<host>.xplane.pb`); for a Chrome trace of a distributed
+    /// job, `rank<N>` when the rank is known and no other file of the session has it.
     pub host: String,
     pub path: PathBuf,
     pub bytes: u64,
     pub format: Format,
+    /// The rank of a PyTorch trace: from its `distributedInfo`, else from its file name
+    /// (`rank-3`, `rank_3`, `rank3`); `None` when neither says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
 }
 
 /// One profiling session: a folder holding one file per host.
@@ -95,9 +105,16 @@ const SUFFIXES: &[(&str, Format)] = &[
     (".xplane.pb", Format::XSpace),
     (".xplane.pb.gz", Format::XSpace),
     (".xplane.riegeli", Format::XSpaceRiegeli),
+    (".pt.trace.json", Format::ChromeTrace),
+    (".pt.trace.json.gz", Format::ChromeTrace),
+    (".trace.json", Format::ChromeTrace),
+    (".trace.json.gz", Format::ChromeTrace),
+    (".json", Format::ChromeTrace),
+    (".json.gz", Format::ChromeTrace),
 ];
 
-/// Host name and format of a profile file name, if it is one.
+/// Host name and format of a profile file name, if it is one. Any `.json` (or `.json.gz`) name
+/// counts as a Chrome trace here; [`discover`] also looks inside those of a folder.
 pub fn classify(file_name: &str) -> Option<(String, Format)> {
     SUFFIXES.iter().find_map(|(suf, fmt)| {
         file_name
@@ -105,6 +122,83 @@ pub fn classify(file_name: &str) -> Option<(String, Format)> {
             .filter(|h| !h.is_empty())
             .map(|h| (h.to_string(), *fmt))
     })
+}
+
+/// What the start of a JSON file says: whether it is a Chrome trace, and the rank in its
+/// `distributedInfo` when that comes first (the PyTorch profiler writes it before the events).
+/// Reads at most 256 KiB (decompressed).
+fn sniff_json(path: &Path) -> (bool, Option<i64>) {
+    let Ok(mut f) = fs::File::open(path) else {
+        return (false, None);
+    };
+    let mut magic = [0u8; 2];
+    let gz = f.read(&mut magic).ok() == Some(2) && magic == [0x1f, 0x8b];
+    let Ok(f) = fs::File::open(path) else {
+        return (false, None);
+    };
+    let mut head = Vec::new();
+    let limit = 256 << 10;
+    let r = if gz {
+        flate2::read::MultiGzDecoder::new(f)
+            .take(limit)
+            .read_to_end(&mut head)
+    } else {
+        f.take(limit).read_to_end(&mut head)
+    };
+    if r.is_err() && head.is_empty() {
+        return (false, None);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let t = text.trim_start();
+    let is_trace = t.starts_with('[') || (t.starts_with('{') && text.contains("\"traceEvents\""));
+    let rank = text.find("\"distributedInfo\"").and_then(|at| {
+        let rest = &text[at..];
+        let end = rest.find('}').unwrap_or(rest.len());
+        let obj = &rest[..end];
+        let r = obj.find("\"rank\"")?;
+        let after = obj[r + 6..].trim_start().strip_prefix(':')?.trim_start();
+        let digits: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        digits.parse().ok()
+    });
+    (is_trace, rank)
+}
+
+/// A rank written in a file name: `rank-3`, `rank_3`, `rank3` (any case).
+fn rank_in_name(name: &str) -> Option<i64> {
+    let l = name.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = l[from..].find("rank") {
+        let rest = l[from + i + 4..].trim_start_matches(['-', '_', '.']);
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse() {
+            return Some(n);
+        }
+        from += i + 4;
+    }
+    None
+}
+
+/// Names the Chrome-trace hosts of one session by rank where that is known and unique, and
+/// drops a Chrome trace whose host also has an XSpace file (JAX and TensorFlow write
+/// `<host>.trace.json.gz` beside `<host>.xplane.pb`: the same profile, with less in it).
+fn settle_hosts(hosts: &mut Vec<HostFile>) {
+    let xspace: Vec<String> = hosts
+        .iter()
+        .filter(|h| h.format != Format::ChromeTrace)
+        .map(|h| h.host.clone())
+        .collect();
+    hosts.retain(|h| h.format != Format::ChromeTrace || !xspace.contains(&h.host));
+    let ranks: Vec<i64> = hosts.iter().filter_map(|h| h.rank).collect();
+    for h in hosts.iter_mut() {
+        if let Some(r) = h.rank {
+            if ranks.iter().filter(|&&x| x == r).count() == 1 {
+                h.host = format!("rank{r}");
+            }
+        }
+    }
 }
 
 /// Finds the sessions at or below `path`, newest first.
@@ -137,6 +231,9 @@ pub fn discover(path: &Path) -> Result<Vec<Session>, StoreError> {
                 path: path.to_path_buf(),
                 bytes: meta.len(),
                 format,
+                rank: (format == Format::ChromeTrace)
+                    .then(|| sniff_json(path).1.or_else(|| rank_in_name(&name)))
+                    .flatten(),
             }],
         }]);
     }
@@ -152,6 +249,7 @@ pub fn discover(path: &Path) -> Result<Vec<Session>, StoreError> {
         .sessions
         .into_iter()
         .map(|(dir, mut hosts, modified_s)| {
+            settle_hosts(&mut hosts);
             hosts.sort_by(|a, b| a.host.cmp(&b.host));
             // One file per host: prefer the uncompressed file when both exist.
             hosts.dedup_by(|later, earlier| {
@@ -277,7 +375,18 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
         if !meta.is_file() {
             continue;
         }
-        match classify(&name) {
+        let mut class = classify(&name);
+        let mut rank = None;
+        if let Some((_, Format::ChromeTrace)) = class {
+            // A JSON file in a folder is a profile only if it holds a trace.
+            let (is_trace, r) = sniff_json(&path);
+            if is_trace {
+                rank = r.or_else(|| rank_in_name(&name));
+            } else {
+                class = None;
+            }
+        }
+        match class {
             Some((host, format)) => {
                 newest = newest.max(mtime(&meta));
                 hosts.push(HostFile {
@@ -285,6 +394,7 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
                     path,
                     bytes: meta.len(),
                     format,
+                    rank,
                 });
             }
             None => {
@@ -528,8 +638,30 @@ mod tests {
             classify("h.xplane.riegeli"),
             Some(("h".into(), Format::XSpaceRiegeli))
         );
-        assert_eq!(classify("vm.trace.json.gz"), None);
+        // Chrome traces: the PyTorch profiler's names keep everything before the suffix.
+        assert_eq!(
+            classify("worker0.1700000000.pt.trace.json.gz"),
+            Some(("worker0.1700000000".into(), Format::ChromeTrace))
+        );
+        assert_eq!(
+            classify("vm.trace.json.gz"),
+            Some(("vm".into(), Format::ChromeTrace))
+        );
+        assert_eq!(
+            classify("rank_3.json"),
+            Some(("rank_3".into(), Format::ChromeTrace))
+        );
         assert_eq!(classify(".xplane.pb"), None);
+        assert_eq!(classify("notes.txt"), None);
+    }
+
+    #[test]
+    fn ranks_in_file_names() {
+        assert_eq!(rank_in_name("hta-cpu_only-rank-34.Jul_15.pt.trace.json"), Some(34));
+        assert_eq!(rank_in_name("trace_rank_3.json"), Some(3));
+        assert_eq!(rank_in_name("RANK7.json"), Some(7));
+        assert_eq!(rank_in_name("ranking.json"), None);
+        assert_eq!(rank_in_name("worker0.json"), None);
     }
 
     #[test]

@@ -13,8 +13,17 @@ pub enum LoadError {
     Decode {
         path: PathBuf,
         #[source]
-        source: xlens_xspace::DecodeError,
+        source: ImportError,
     },
+}
+
+/// Why an importer could not read a file's bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    XSpace(#[from] xlens_xspace::DecodeError),
+    #[error(transparent)]
+    Chrome(#[from] xlens_chrome::DecodeError),
 }
 
 /// Loads one host file into the model.
@@ -25,15 +34,26 @@ pub fn load_host(file: &HostFile) -> Result<Profile, LoadError> {
 /// Loads any profile path (format from its name, `.xplane.pb` assumed otherwise).
 pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, LoadError> {
     let bytes = xlens_store::read_path(path, format)?;
-    decode_bytes(&bytes).map_err(|source| LoadError::Decode {
+    decode_bytes(&bytes, format).map_err(|source| LoadError::Decode {
         path: path.to_path_buf(),
         source,
     })
 }
 
-/// Decodes bytes from the store, releasing pages as the importer passes them.
-pub fn decode_bytes(bytes: &xlens_store::FileBytes) -> Result<Profile, xlens_xspace::DecodeError> {
-    xlens_xspace::decode_with(bytes.bytes(), &|start, end| bytes.release_range(start, end))
+/// Decodes bytes from the store with the importer for `format` (the XSpace importer releases
+/// pages as it passes them).
+pub fn decode_bytes(
+    bytes: &xlens_store::FileBytes,
+    format: Format,
+) -> Result<Profile, ImportError> {
+    match format {
+        Format::ChromeTrace => Ok(xlens_chrome::decode(bytes.bytes())?),
+        Format::XSpace | Format::XSpaceRiegeli => {
+            Ok(xlens_xspace::decode_with(bytes.bytes(), &|start, end| {
+                bytes.release_range(start, end)
+            })?)
+        }
+    }
 }
 
 /// The small real JAX CPU profile committed under `fixtures/`, for unit tests.

@@ -1,0 +1,981 @@
+//! Chrome trace JSON importer: the files the PyTorch profiler (Kineto) writes
+//! (`*.pt.trace.json[.gz]`), and other Chrome-trace producers, into the xlens model.
+//!
+//! The trace's processes and threads become planes and lines the way XSpace lays them out, so the
+//! tools read them unchanged:
+//!
+//! * GPU processes (those with `kernel`, `gpu_memcpy`, `gpu_memset` or `gpu_user_annotation`
+//!   events; Kineto numbers them by device) become `/device:GPU:<pid>` planes, one line
+//!   `Stream #<tid>` per stream; GPU user annotations get a line of their own per stream
+//!   (`Annotations, stream <tid>`), so they never count as kernels.
+//! * Every other numeric process becomes part of `/host:CPU`, one line per thread (named from
+//!   `thread_name` metadata); processes named by strings (Kineto's `Spans`, `Traces`) become
+//!   planes `/trace:<name>`.
+//! * Times are read from the decimal text (microseconds) into picoseconds exactly; the earliest
+//!   event is at 0 and `origin_ps` says when that was (`baseTimeNanoseconds` added when present).
+//! * `args` become stats with their own names; arrays and objects as their JSON text. Derived
+//!   stats in XSpace's vocabulary: `correlation_id` (from `correlation`, linking a launch to its
+//!   kernel), `kernel_details` (grid, block, registers, shared memory, occupancy), and on
+//!   `ProfilerStep#N` annotations `_r` = 1 and `step_num` = N (step roots). Flows other than the
+//!   launch→kernel ones (which `correlation_id` already links), e.g. `fwdbwd`, become `_p`/`_pt`
+//!   on their producer and `_c`/`_ct` on their consumer.
+//! * Phases: `X`; `B`/`E` pairs; `i`/`I`/`R` instants; `C` counters (a line per counter, an
+//!   instant per sample with the series as stats); `b`/`e`/`n` (and legacy `S`/`F`) async slices
+//!   on a line per process and category; `s`/`t`/`f` flows bound to the enclosing slice (or, for
+//!   `f` without `bp: "e"`, the next slice on the thread); `M` names and sort order.
+//!   `deviceProperties` become GPU plane stats (`device_name`, `memory_size`, `core_count`,
+//!   `compute_cap_major`/`minor`, and the raw fields); `distributedInfo` (rank, world size,
+//!   backend, process groups) becomes `/host:CPU` plane stats.
+//!
+//! Slices of one line that overlap without nesting (which a line's nesting cannot hold) move to
+//! extra lines (`<line> (overlap 1)`, ...); unmatched `E`, unclosed `B`, events without a time
+//! and unknown phases are skipped or closed at the trace's end. Each is counted in
+//! `Profile::import_warnings`; nothing is dropped silently.
+
+mod json;
+
+use hashbrown::HashMap;
+use json::{micros_to_ps, Key, RawEvent, Sink};
+use serde_json::value::RawValue;
+use xlens_model::{
+    encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
+};
+
+/// Why a file could not be read as a Chrome trace.
+#[derive(Debug, thiserror::Error)]
+#[error("not a readable Chrome trace (JSON): {message}")]
+pub struct DecodeError {
+    message: String,
+}
+
+/// Decodes a Chrome trace (uncompressed JSON bytes) into a [`Profile`].
+pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
+    let mut imp = Importer::default();
+    json::parse(bytes, &mut imp).map_err(|e| DecodeError {
+        message: describe(&e),
+    })?;
+    Ok(imp.finish())
+}
+
+/// serde_json's message, with what it means for a trace file.
+fn describe(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Eof => format!("the JSON ends early (truncated file?): {e}"),
+        Category::Syntax => format!("invalid JSON: {e}"),
+        Category::Data => format!("{e}"),
+        Category::Io => format!("{e}"),
+    }
+}
+
+/// Categories of device activity in Kineto traces.
+const GPU_CATS: &[&str] = &[
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "gpu_user_annotation",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+];
+
+/// Flow categories that link a launch to its kernel (linked through `correlation_id` instead).
+const LAUNCH_FLOW_CATS: &[&str] = &["ac2g", "async_cpu_to_gpu"];
+
+/// What a track holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Class {
+    /// A thread or a stream.
+    Thread,
+    /// GPU user annotations of a stream.
+    Annotations,
+    /// Async slices of one category.
+    Async,
+    /// Samples of one counter.
+    Counter,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct TrackKey {
+    pid: Key,
+    tid: Key,
+    class: Class,
+}
+
+/// One event waiting for its line: times, name, and its stats in the track's buffer.
+#[derive(Debug, Clone, Copy)]
+struct Ev {
+    start: i64,
+    dur: i64,
+    name: StrId,
+    stats: (u32, u32),
+}
+
+#[derive(Debug, Default)]
+struct Track {
+    events: Vec<Ev>,
+    stats: Vec<u8>,
+    /// Stats added after the event's own (flow ends), by event index.
+    extra: Vec<(u32, StrId, StatValue)>,
+    /// Open `B` events: start, name, stats.
+    open: Vec<(i64, StrId, (u32, u32))>,
+    /// Whether any event has a GPU category.
+    gpu: bool,
+}
+
+/// A flow point (`s`, `t` or `f`) waiting to be bound to a slice.
+#[derive(Debug)]
+struct FlowPoint {
+    track: usize,
+    ts: i64,
+    id: u64,
+    cat: StrId,
+    ph: u8,
+    enclosing: bool,
+}
+
+/// An open async slice's (process, category, id, name).
+type AsyncKey = (Key, String, String, String);
+/// An open async slice: start, track, name, stats.
+type OpenAsync = (i64, usize, StrId, (u32, u32));
+/// A line to be: sort key, name, track.
+type LineOf = (i64, String, usize);
+
+#[derive(Default)]
+struct Importer {
+    p: Profile,
+    tracks: Vec<Track>,
+    keys: Vec<TrackKey>,
+    by_key: HashMap<TrackKey, usize>,
+    process_names: HashMap<Key, String>,
+    thread_names: HashMap<(Key, Key), String>,
+    thread_sort: HashMap<(Key, Key), i64>,
+    process_sort: HashMap<Key, i64>,
+    flows: Vec<FlowPoint>,
+    /// Open async slices by (pid, category, id, name): start, track, stats.
+    async_open: HashMap<AsyncKey, OpenAsync>,
+    device_properties: Option<serde_json::Value>,
+    distributed_info: Option<serde_json::Value>,
+    base_time_ns: Option<i64>,
+    /// The first time read, in absolute picoseconds; times are kept relative to it.
+    anchor: Option<i128>,
+    seen_time: bool,
+    min_ts: i64,
+    max_ts: i64,
+    // Counts for import warnings.
+    no_time: usize,
+    unknown_phase: HashMap<String, usize>,
+    unmatched_end: usize,
+    unclosed: usize,
+    unbound_flows: usize,
+    negative_dur: usize,
+}
+
+impl Importer {
+    fn track(&mut self, key: TrackKey) -> usize {
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        self.tracks.push(Track::default());
+        self.keys.push(key.clone());
+        self.by_key.insert(key, self.tracks.len() - 1);
+        self.tracks.len() - 1
+    }
+
+    /// A time relative to the first one read (absolute picoseconds exceed `i64`); `None` when
+    /// more than about 100 days away from it.
+    fn rel(&mut self, ps: i128) -> Option<i64> {
+        let anchor = *self.anchor.get_or_insert(ps);
+        i64::try_from(ps - anchor)
+            .ok()
+            .filter(|t| t.abs() < i64::MAX / 2)
+    }
+
+    fn note_time(&mut self, t: i64) {
+        if !self.seen_time {
+            self.seen_time = true;
+            self.min_ts = t;
+            self.max_ts = t;
+        }
+        self.min_ts = self.min_ts.min(t);
+        self.max_ts = self.max_ts.max(t);
+    }
+
+    /// Encodes `args` (and derived stats) into track `t`'s buffer; returns the range.
+    fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<&RawValue>) -> (u32, u32) {
+        let lo = self.tracks[t].stats.len() as u32;
+        let mut out = std::mem::take(&mut self.tracks[t].stats);
+        if let Some(args) = args {
+            encode_args(
+                &mut self.p,
+                &mut out,
+                args,
+                cat == "kernel" || cat == "Kernel",
+            );
+        }
+        if let Some(n) = name.strip_prefix("ProfilerStep#") {
+            let r = self.p.strings.intern("_r");
+            encode_stat(&mut out, r, StatValue::I64(1));
+            if let Ok(n) = n.trim().parse::<i64>() {
+                let k = self.p.strings.intern("step_num");
+                encode_stat(&mut out, k, StatValue::I64(n));
+            }
+        }
+        let hi = out.len() as u32;
+        self.tracks[t].stats = out;
+        (lo, hi)
+    }
+
+    fn complete(&mut self, e: &RawEvent<'_>, start: i64, dur: i64) {
+        let name = e.name.as_deref().unwrap_or("");
+        let cat = e.cat.as_deref().unwrap_or("");
+        let class = if cat == "gpu_user_annotation" {
+            Class::Annotations
+        } else {
+            Class::Thread
+        };
+        let t = self.track(TrackKey {
+            pid: Key::of(e.pid),
+            tid: Key::of(e.tid),
+            class,
+        });
+        if GPU_CATS.contains(&cat) {
+            self.tracks[t].gpu = true;
+        }
+        let stats = self.stats(t, name, cat, e.args);
+        let name = self.p.strings.intern(name);
+        self.tracks[t].events.push(Ev {
+            start,
+            dur,
+            name,
+            stats,
+        });
+        self.note_time(start);
+        self.note_time(start.saturating_add(dur));
+    }
+}
+
+impl Sink for Importer {
+    fn event(&mut self, e: RawEvent<'_>) {
+        let ph = e.ph.as_deref().unwrap_or("");
+        if ph == "M" {
+            self.metadata(&e);
+            return;
+        }
+        let Some(ts) = e.ts.and_then(micros_to_ps).and_then(|t| self.rel(t)) else {
+            self.no_time += 1;
+            return;
+        };
+        match ph {
+            "X" => {
+                let mut dur = e
+                    .dur
+                    .and_then(micros_to_ps)
+                    .and_then(|d| i64::try_from(d).ok())
+                    .unwrap_or(0);
+                if dur < 0 {
+                    self.negative_dur += 1;
+                    dur = 0;
+                }
+                self.complete(&e, ts, dur);
+            }
+            "B" => {
+                let t = self.track(TrackKey {
+                    pid: Key::of(e.pid),
+                    tid: Key::of(e.tid),
+                    class: Class::Thread,
+                });
+                let name = e.name.as_deref().unwrap_or("");
+                let cat = e.cat.as_deref().unwrap_or("");
+                let stats = self.stats(t, name, cat, e.args);
+                let name = self.p.strings.intern(name);
+                self.tracks[t].open.push((ts, name, stats));
+                self.note_time(ts);
+            }
+            "E" => {
+                let key = TrackKey {
+                    pid: Key::of(e.pid),
+                    tid: Key::of(e.tid),
+                    class: Class::Thread,
+                };
+                let opened = self
+                    .by_key
+                    .get(&key)
+                    .copied()
+                    .and_then(|t| Some((t, self.tracks[t].open.pop()?)));
+                match opened {
+                    Some((t, (start, name, stats))) => {
+                        let mut stats = stats;
+                        // Args on the `E` are the slice's too.
+                        if let Some(args) = e.args {
+                            let (lo, _) = stats;
+                            let mut out = std::mem::take(&mut self.tracks[t].stats);
+                            if lo as usize + (stats.1 - lo) as usize == out.len() {
+                                encode_args(&mut self.p, &mut out, args, false);
+                                stats.1 = out.len() as u32;
+                            }
+                            self.tracks[t].stats = out;
+                        }
+                        self.tracks[t].events.push(Ev {
+                            start,
+                            dur: (ts - start).max(0),
+                            name,
+                            stats,
+                        });
+                        self.note_time(ts);
+                    }
+                    None => self.unmatched_end += 1,
+                }
+            }
+            "i" | "I" | "R" => self.complete(&e, ts, 0),
+            "C" => {
+                let name = e.name.as_deref().unwrap_or("counter");
+                let t = self.track(TrackKey {
+                    pid: Key::of(e.pid),
+                    tid: Key::Str(name.to_string()),
+                    class: Class::Counter,
+                });
+                let stats = self.stats(t, "", "", e.args);
+                let name = self.p.strings.intern(name);
+                self.tracks[t].events.push(Ev {
+                    start: ts,
+                    dur: 0,
+                    name,
+                    stats,
+                });
+                self.note_time(ts);
+            }
+            "b" | "e" | "n" | "S" | "F" => {
+                let cat = e.cat.as_deref().unwrap_or("").to_string();
+                let name = e.name.as_deref().unwrap_or("").to_string();
+                let id =
+                    e.id.or(e.id2)
+                        .map(|r| Key::of(Some(r)).to_string())
+                        .unwrap_or_default();
+                let pid = Key::of(e.pid);
+                let t = self.track(TrackKey {
+                    pid: pid.clone(),
+                    tid: Key::Str(if cat.is_empty() {
+                        "async".into()
+                    } else {
+                        cat.clone()
+                    }),
+                    class: Class::Async,
+                });
+                match ph {
+                    "b" | "S" => {
+                        let stats = self.stats(t, &name, &cat, e.args);
+                        let n = self.p.strings.intern(&name);
+                        self.async_open
+                            .insert((pid, cat, id, name), (ts, t, n, stats));
+                        self.note_time(ts);
+                    }
+                    "n" => self.complete_on(t, &name, &cat, e.args, ts, 0),
+                    _ => {
+                        // An end names its begin by (category, id) and usually the name.
+                        let found = self
+                            .async_open
+                            .remove(&(pid.clone(), cat.clone(), id.clone(), name.clone()))
+                            .or_else(|| {
+                                let k = self
+                                    .async_open
+                                    .keys()
+                                    .find(|k| k.0 == pid && k.1 == cat && k.2 == id)
+                                    .cloned()?;
+                                self.async_open.remove(&k)
+                            });
+                        match found {
+                            Some((start, t, n, stats)) => {
+                                self.tracks[t].events.push(Ev {
+                                    start,
+                                    dur: (ts - start).max(0),
+                                    name: n,
+                                    stats,
+                                });
+                                self.note_time(ts);
+                            }
+                            None => self.unmatched_end += 1,
+                        }
+                    }
+                }
+            }
+            "s" | "t" | "f" => {
+                let t = self.track(TrackKey {
+                    pid: Key::of(e.pid),
+                    tid: Key::of(e.tid),
+                    class: Class::Thread,
+                });
+                let id = match e.id.or(e.id2).map(|r| Key::of(Some(r))) {
+                    Some(Key::Num(n)) => n as u64,
+                    Some(Key::Str(s)) => fnv(&s),
+                    None => {
+                        self.unbound_flows += 1;
+                        return;
+                    }
+                };
+                let cat = self.p.strings.intern(e.cat.as_deref().unwrap_or(""));
+                self.flows.push(FlowPoint {
+                    track: t,
+                    ts,
+                    id,
+                    cat,
+                    ph: ph.as_bytes()[0],
+                    enclosing: ph != "f" || e.bp.as_deref() == Some("e"),
+                });
+            }
+            other => *self.unknown_phase.entry(other.to_string()).or_default() += 1,
+        }
+    }
+
+    fn field(&mut self, key: &str, value: &RawValue) {
+        match key {
+            "deviceProperties" => self.device_properties = serde_json::from_str(value.get()).ok(),
+            "distributedInfo" => self.distributed_info = serde_json::from_str(value.get()).ok(),
+            "baseTimeNanoseconds" => {
+                self.base_time_ns = value.get().trim_matches('"').parse::<i64>().ok()
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Importer {
+    fn complete_on(
+        &mut self,
+        t: usize,
+        name: &str,
+        cat: &str,
+        args: Option<&RawValue>,
+        start: i64,
+        dur: i64,
+    ) {
+        let stats = self.stats(t, name, cat, args);
+        let name = self.p.strings.intern(name);
+        self.tracks[t].events.push(Ev {
+            start,
+            dur,
+            name,
+            stats,
+        });
+        self.note_time(start);
+    }
+
+    fn metadata(&mut self, e: &RawEvent<'_>) {
+        let name = e.name.as_deref().unwrap_or("");
+        let arg = |k: &str| -> Option<serde_json::Value> {
+            let v: serde_json::Value = serde_json::from_str(e.args?.get()).ok()?;
+            v.get(k).cloned()
+        };
+        let (pid, tid) = (Key::of(e.pid), Key::of(e.tid));
+        match name {
+            "process_name" => {
+                if let Some(serde_json::Value::String(s)) = arg("name") {
+                    self.process_names.insert(pid, s);
+                }
+            }
+            "thread_name" => {
+                if let Some(serde_json::Value::String(s)) = arg("name") {
+                    self.thread_names.insert((pid, tid), s);
+                }
+            }
+            "thread_sort_index" => {
+                if let Some(n) = arg("sort_index").and_then(|v| v.as_i64()) {
+                    self.thread_sort.insert((pid, tid), n);
+                }
+            }
+            "process_sort_index" => {
+                if let Some(n) = arg("sort_index").and_then(|v| v.as_i64()) {
+                    self.process_sort.insert(pid, n);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Binds flow points to slices (after every slice is known) as extra stats.
+    fn bind_flows(&mut self) {
+        for t in &mut self.tracks {
+            t.events
+                .sort_by(|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
+        }
+        let keys = [
+            self.p.strings.intern("_p"),
+            self.p.strings.intern("_pt"),
+            self.p.strings.intern("_c"),
+            self.p.strings.intern("_ct"),
+        ];
+        let mut types: HashMap<StrId, i64> = HashMap::new();
+        let flows = std::mem::take(&mut self.flows);
+        for f in flows {
+            if LAUNCH_FLOW_CATS.contains(&self.p.str(f.cat)) {
+                continue;
+            }
+            let n = types.len() as i64 + 1;
+            let ty = *types.entry(f.cat).or_insert(n);
+            let ev = &self.tracks[f.track].events;
+            let i = ev.partition_point(|e| e.start <= f.ts);
+            let at = if f.enclosing {
+                // The deepest slice covering ts: the latest-starting one that still covers it.
+                (0..i).rev().find(|&k| ev[k].start + ev[k].dur >= f.ts)
+            } else {
+                let j = ev.partition_point(|e| e.start < f.ts);
+                (j < ev.len()).then_some(j)
+            };
+            let Some(at) = at else {
+                self.unbound_flows += 1;
+                continue;
+            };
+            let (kid, kty) = if f.ph == b's' {
+                (keys[0], keys[1])
+            } else {
+                (keys[2], keys[3])
+            };
+            let extra = &mut self.tracks[f.track].extra;
+            extra.push((at as u32, kid, StatValue::U64(f.id)));
+            extra.push((at as u32, kty, StatValue::I64(ty)));
+        }
+    }
+
+    fn finish(mut self) -> Profile {
+        // Close what was left open at the trace's end.
+        let end = self.max_ts;
+        for t in &mut self.tracks {
+            while let Some((start, name, stats)) = t.open.pop() {
+                self.unclosed += 1;
+                t.events.push(Ev {
+                    start,
+                    dur: (end - start).max(0),
+                    name,
+                    stats,
+                });
+            }
+        }
+        for (_, (start, t, name, stats)) in std::mem::take(&mut self.async_open) {
+            self.unclosed += 1;
+            self.tracks[t].events.push(Ev {
+                start,
+                dur: (end - start).max(0),
+                name,
+                stats,
+            });
+        }
+        self.bind_flows();
+        let origin = self.min_ts;
+        let p = &mut self.p;
+        p.origin_ps = self.anchor.unwrap_or(0)
+            + i128::from(origin)
+            + self.base_time_ns.map_or(0, |b| i128::from(b) * 1000);
+        // Kineto writes wall-clock microseconds (since the epoch), or times relative to
+        // `baseTimeNanoseconds`, which is.
+        p.origin_is_wall_clock =
+            self.base_time_ns.is_some() || p.origin_ps > 946_684_800_000_000_000_000;
+
+        // Which processes are devices.
+        let mut gpu_pids: Vec<i64> = Vec::new();
+        for (k, t) in self.keys.iter().zip(&self.tracks) {
+            if let (true, Key::Num(n)) = (t.gpu, &k.pid) {
+                if !gpu_pids.contains(n) {
+                    gpu_pids.push(*n);
+                }
+            }
+        }
+        gpu_pids.sort_unstable();
+        let host_pids: Vec<Key> = {
+            let mut v: Vec<Key> = self
+                .keys
+                .iter()
+                .map(|k| k.pid.clone())
+                .filter(|k| matches!(k, Key::Num(n) if !gpu_pids.contains(n)))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let mut overlaps = 0usize;
+        let mut planes: Vec<(String, Vec<LineOf>)> = Vec::new();
+        // (plane name, [(sort key, line name, track)]).
+        let mut plane_of: HashMap<String, usize> = HashMap::new();
+        for (ti, k) in self.keys.iter().enumerate() {
+            if self.tracks[ti].events.is_empty() {
+                continue;
+            }
+            let (plane, line, sort) = match (&k.pid, k.class) {
+                (Key::Num(n), class) if gpu_pids.contains(n) => {
+                    let line = match class {
+                        Class::Annotations => format!("Annotations, stream {}", k.tid),
+                        Class::Thread => format!("Stream #{}", k.tid),
+                        Class::Async => format!("Async {}", k.tid),
+                        Class::Counter => k.tid.to_string(),
+                    };
+                    let sort = match (&k.tid, class) {
+                        (Key::Num(s), Class::Thread) => *s,
+                        (Key::Num(s), _) => s.saturating_add(1 << 40),
+                        _ => 1 << 50,
+                    };
+                    (format!("/device:GPU:{n}"), line, sort)
+                }
+                (Key::Num(_), class) => {
+                    let base = match class {
+                        Class::Thread | Class::Annotations => self
+                            .thread_names
+                            .get(&(k.pid.clone(), k.tid.clone()))
+                            .cloned()
+                            .unwrap_or_else(|| format!("thread {}", k.tid)),
+                        Class::Async => format!("Async {}", k.tid),
+                        Class::Counter => k.tid.to_string(),
+                    };
+                    let line = if host_pids.len() > 1 {
+                        let pname = self
+                            .process_names
+                            .get(&k.pid)
+                            .cloned()
+                            .unwrap_or_else(|| "process".into());
+                        format!("{pname} {} / {base}", k.pid)
+                    } else {
+                        base
+                    };
+                    let pos = host_pids.iter().position(|x| x == &k.pid).unwrap_or(0) as i64;
+                    let within = match class {
+                        Class::Thread | Class::Annotations => self
+                            .thread_sort
+                            .get(&(k.pid.clone(), k.tid.clone()))
+                            .copied()
+                            .unwrap_or(match k.tid {
+                                Key::Num(t) => t,
+                                _ => 0,
+                            }),
+                        _ => 1 << 40,
+                    };
+                    (
+                        "/host:CPU".to_string(),
+                        line,
+                        (pos << 48) + (within & ((1 << 47) - 1)),
+                    )
+                }
+                (Key::Str(s), _) => (format!("/trace:{s}"), k.tid.to_string(), 0),
+            };
+            let pi = *plane_of.entry(plane.clone()).or_insert_with(|| {
+                planes.push((plane, Vec::new()));
+                planes.len() - 1
+            });
+            planes[pi].1.push((sort, line, ti));
+        }
+        // Host first, then devices by number, then the rest.
+        planes.sort_by_key(|(name, _)| {
+            if name == "/host:CPU" {
+                (0, 0, String::new())
+            } else if let Some(n) = name.strip_prefix("/device:GPU:") {
+                (1, n.parse::<i64>().unwrap_or(0), String::new())
+            } else {
+                (2, 0, name.clone())
+            }
+        });
+        let mut tracks = std::mem::take(&mut self.tracks);
+        for (plane_id, (pname, mut lines)) in planes.into_iter().enumerate() {
+            lines.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+            let mut plane = Plane {
+                id: plane_id as i64,
+                name: p.strings.intern(&pname),
+                ..Plane::default()
+            };
+            let mut meta_of: HashMap<StrId, u32> = HashMap::new();
+            let mut line_id = 0i64;
+            for (_, lname, ti) in lines {
+                let t = std::mem::take(&mut tracks[ti]);
+                let lanes = build_lanes(t, origin, &mut plane, &mut meta_of);
+                overlaps += lanes.len().saturating_sub(1);
+                for (k, events) in lanes.into_iter().enumerate() {
+                    let name = if k == 0 {
+                        lname.clone()
+                    } else {
+                        format!("{lname} (overlap {k})")
+                    };
+                    let name = p.strings.intern(&name);
+                    plane.lines.push(Line {
+                        id: line_id,
+                        display_id: line_id,
+                        name,
+                        display_name: name,
+                        timestamp_ns: 0,
+                        duration_ps: 0,
+                        events,
+                    });
+                    line_id += 1;
+                }
+            }
+            plane_stats(
+                p,
+                &mut plane,
+                &pname,
+                &self.device_properties,
+                &self.distributed_info,
+            );
+            p.planes.push(plane);
+        }
+        let w = &mut p.import_warnings;
+        if self.no_time > 0 {
+            w.push(format!(
+                "{} events without a readable `ts` were skipped",
+                self.no_time
+            ));
+        }
+        let mut unknown: Vec<_> = self.unknown_phase.into_iter().collect();
+        unknown.sort();
+        for (ph, n) in unknown {
+            w.push(format!(
+                "{n} events of phase `{ph}` (not read) were skipped"
+            ));
+        }
+        if self.unmatched_end > 0 {
+            w.push(format!(
+                "{} end events (`E`, `e`) had no open begin and were skipped",
+                self.unmatched_end
+            ));
+        }
+        if self.unclosed > 0 {
+            w.push(format!(
+                "{} begin events (`B`, `b`) were never closed; they end at the trace's end",
+                self.unclosed
+            ));
+        }
+        if self.unbound_flows > 0 {
+            w.push(format!(
+                "{} flow events had no id or no slice to attach to and were skipped",
+                self.unbound_flows
+            ));
+        }
+        if self.negative_dur > 0 {
+            w.push(format!(
+                "{} events with a negative `dur` were kept with duration 0",
+                self.negative_dur
+            ));
+        }
+        if overlaps > 0 {
+            w.push(format!(
+                "slices that overlap without nesting were moved to {overlaps} extra lines (named `(overlap N)`)"
+            ));
+        }
+        self.p
+    }
+}
+
+/// The events of one track as lines: the first holds every slice that nests; a slice that
+/// overlaps without nesting goes to the next line where it nests.
+fn build_lanes(
+    t: Track,
+    origin: i64,
+    plane: &mut Plane,
+    meta_of: &mut HashMap<StrId, u32>,
+) -> Vec<xlens_model::Events> {
+    let mut order: Vec<u32> = (0..t.events.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&t.events[a as usize], &t.events[b as usize]);
+        x.start.cmp(&y.start).then(y.dur.cmp(&x.dur))
+    });
+    let mut extra = t.extra;
+    extra.sort_by_key(|x| x.0);
+    // Per lane: its open slices' ends, and its events.
+    let mut lanes: Vec<(Vec<i64>, Vec<u32>)> = Vec::new();
+    for &i in &order {
+        let e = &t.events[i as usize];
+        let end = e.start + e.dur;
+        let mut placed = false;
+        for (ends, evs) in lanes.iter_mut() {
+            while ends
+                .last()
+                .is_some_and(|&x| x <= e.start && !(x == e.start && e.dur == 0))
+            {
+                ends.pop();
+            }
+            if ends.last().is_none_or(|&x| end <= x) {
+                ends.push(end);
+                evs.push(i);
+                placed = true;
+                break;
+            }
+        }
+        if !placed {
+            lanes.push((vec![end], vec![i]));
+        }
+    }
+    let mut out = Vec::with_capacity(lanes.len());
+    for (_, evs) in lanes {
+        let mut b = EventsBuilder::with_capacity(evs.len(), 0);
+        for i in evs {
+            let e = &t.events[i as usize];
+            let meta = *meta_of.entry(e.name).or_insert_with(|| {
+                plane.event_metadata.push(EventMetadata {
+                    id: plane.event_metadata.len() as i64,
+                    name: e.name,
+                    display_name: e.name,
+                    ..EventMetadata::default()
+                });
+                plane.event_metadata.len() as u32 - 1
+            });
+            b.push(e.start - origin, e.dur, meta);
+            b.stats_encoded(&t.stats[e.stats.0 as usize..e.stats.1 as usize]);
+            let from = extra.partition_point(|x| x.0 < i);
+            for &(_, k, v) in extra[from..].iter().take_while(|x| x.0 == i) {
+                b.stat(k, v);
+            }
+        }
+        out.push(b.finish());
+    }
+    out
+}
+
+/// Stats of a plane from the trace's header: device properties on GPU planes, distributed info
+/// on the host.
+fn plane_stats(
+    p: &mut Profile,
+    plane: &mut Plane,
+    name: &str,
+    devices: &Option<serde_json::Value>,
+    dist: &Option<serde_json::Value>,
+) {
+    let mut put = |p: &mut Profile, k: &str, v: &serde_json::Value| {
+        let key = p.strings.intern(k);
+        if let Some(v) = json_stat(p, v) {
+            encode_stat(&mut plane.stats, key, v);
+        }
+    };
+    if let Some(n) = name.strip_prefix("/device:GPU:") {
+        let id: i64 = n.parse().unwrap_or(-1);
+        let props = devices.as_ref().and_then(|d| d.as_array()).and_then(|a| {
+            a.iter()
+                .find(|x| x.get("id").and_then(|v| v.as_i64()) == Some(id))
+        });
+        if let Some(serde_json::Value::Object(m)) = props {
+            for (k, v) in m {
+                put(p, k, v);
+            }
+            for (from, to) in [
+                ("name", "device_name"),
+                ("totalGlobalMem", "memory_size"),
+                ("numSms", "core_count"),
+                ("computeMajor", "compute_cap_major"),
+                ("computeMinor", "compute_cap_minor"),
+            ] {
+                if let Some(v) = m.get(from) {
+                    put(p, to, v);
+                }
+            }
+        }
+    } else if name == "/host:CPU" {
+        if let Some(serde_json::Value::Object(m)) = dist {
+            for (k, v) in m {
+                put(p, k, v);
+            }
+        }
+    }
+}
+
+/// A JSON value as a stat: integers as `I64` (`U64` above `i64::MAX`), other numbers as `F64`,
+/// strings interned, booleans as 0/1, arrays and objects as their JSON text.
+fn json_stat(p: &mut Profile, v: &serde_json::Value) -> Option<StatValue> {
+    use serde_json::Value as V;
+    Some(match v {
+        V::Null => StatValue::None,
+        V::Bool(b) => StatValue::I64(i64::from(*b)),
+        V::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                StatValue::I64(i)
+            } else if let Some(u) = n.as_u64() {
+                StatValue::U64(u)
+            } else {
+                StatValue::F64(n.as_f64()?)
+            }
+        }
+        V::String(s) => StatValue::Str(p.strings.intern(s)),
+        V::Array(_) | V::Object(_) => StatValue::Str(p.strings.intern(&v.to_string())),
+    })
+}
+
+/// A raw JSON value as a stat: integers as `I64` (`U64` above `i64::MAX`), other numbers as
+/// `F64`, strings interned, booleans as 0/1, null as no value, arrays and objects as their JSON
+/// text.
+fn raw_stat(p: &mut Profile, v: &RawValue) -> StatValue {
+    let t = v.get();
+    match t.as_bytes().first() {
+        Some(b'"') => {
+            let s: std::borrow::Cow<str> =
+                serde_json::from_str(t).unwrap_or(std::borrow::Cow::Borrowed(""));
+            StatValue::Str(p.strings.intern(&s))
+        }
+        Some(b't') => StatValue::I64(1),
+        Some(b'f') => StatValue::I64(0),
+        Some(b'n') => StatValue::None,
+        Some(b'[' | b'{') => StatValue::Str(p.strings.intern(t)),
+        _ => {
+            if let Ok(i) = t.parse::<i64>() {
+                StatValue::I64(i)
+            } else if let Ok(u) = t.parse::<u64>() {
+                StatValue::U64(u)
+            } else {
+                t.parse::<f64>()
+                    .map(StatValue::F64)
+                    .unwrap_or_else(|_| StatValue::Str(p.strings.intern(t)))
+            }
+        }
+    }
+}
+
+/// Encodes an event's `args` object as stats, in the order written; with `kernel`, also
+/// `kernel_details` in XSpace's form. `correlation` adds `correlation_id`.
+fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: &RawValue, kernel: bool) {
+    let Ok(json::Args(map)) = serde_json::from_str::<json::Args<'_>>(args.get()) else {
+        // Not an object: kept whole.
+        let k = p.strings.intern("args");
+        let v = p.strings.intern(args.get());
+        encode_stat(out, k, StatValue::Str(v));
+        return;
+    };
+    for (k, v) in &map {
+        let key = p.strings.intern(k);
+        let sv = raw_stat(p, v);
+        encode_stat(out, key, sv);
+        if k == "correlation" {
+            if let StatValue::I64(c) = sv {
+                let key = p.strings.intern("correlation_id");
+                encode_stat(out, key, StatValue::I64(c));
+            }
+        }
+    }
+    if kernel {
+        let get = |k: &str| map.iter().find(|x| x.0 == k).map(|x| x.1.get());
+        let num = |k: &str| get(k).and_then(|t| t.parse::<f64>().ok());
+        let dims = |k: &str| -> Option<String> {
+            let v: Vec<i64> = serde_json::from_str(get(k)?).ok()?;
+            Some(v.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        };
+        let mut s = String::new();
+        if let Some(r) = num("registers per thread") {
+            s.push_str(&format!("regs:{} ", r as i64));
+        }
+        if let Some(m) = num("shared memory") {
+            s.push_str(&format!("static_shared:{} dynamic_shared:0 ", m as i64));
+        }
+        if let Some(g) = dims("grid") {
+            s.push_str(&format!("grid:{g} "));
+        }
+        if let Some(b) = dims("block") {
+            s.push_str(&format!("block:{b} "));
+        }
+        if let Some(o) = num("est. achieved occupancy %") {
+            s.push_str(&format!("occ_pct:{o}"));
+        }
+        let s = s.trim_end();
+        if !s.is_empty() {
+            let k = p.strings.intern("kernel_details");
+            let v = p.strings.intern(s);
+            encode_stat(out, k, StatValue::Str(v));
+        }
+    }
+}
+
+/// FNV-1a of a string id (flow ids written as strings).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
