@@ -155,17 +155,24 @@ fn annotated_steps(p: &Profile) -> Option<Steps> {
         (scan(first), scan(second))
     };
     a.extend(b);
-    let mut by_name: Vec<(xlens_model::StrId, Vec<Step>)> = Vec::new();
+    // Names that number their step (PyTorch's `ProfilerStep#1009`) count as one name
+    // (`ProfilerStep#N`).
+    let family = |name: &str| -> String {
+        match name.rsplit_once('#') {
+            Some((head, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                format!("{head}#N")
+            }
+            _ => name.to_string(),
+        }
+    };
+    let mut by_name: Vec<(String, Vec<Step>)> = Vec::new();
     for (name, step) in a {
+        let name = family(p.str(name));
         match by_name.iter_mut().find(|(k, _)| *k == name) {
             Some((_, v)) => v.push(step),
             None => by_name.push((name, vec![step])),
         }
     }
     let (name, steps) = by_name.into_iter().max_by_key(|(_, v)| v.len())?;
-    Some(Steps::from(
-        StepSource::StepAnnotation,
-        p.str(name).to_string(),
-        steps,
-    ))
+    Some(Steps::from(StepSource::StepAnnotation, name, steps))
 }
