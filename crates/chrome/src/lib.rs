@@ -13,7 +13,8 @@
 //!   planes `/trace:<name>`.
 //! * Times are read from the decimal text (microseconds) into picoseconds exactly; the earliest
 //!   event is at 0 and `origin_ps` says when that was (`baseTimeNanoseconds` added when present).
-//! * `args` become stats with their own names; arrays and objects as their JSON text. Derived
+//! * `cat` becomes a stat `cat`; `args` become stats with their own names; arrays and objects as
+//!   their JSON text. Derived
 //!   stats in XSpace's vocabulary: `correlation_id` (from `correlation`, linking a launch to its
 //!   kernel), `kernel_details` (grid, block, registers, shared memory, occupancy), and on
 //!   `ProfilerStep#N` annotations `_r` = 1 and `step_num` = N (step roots). Flows other than the
@@ -201,10 +202,15 @@ impl Importer {
         self.max_ts = self.max_ts.max(t);
     }
 
-    /// Encodes `args` (and derived stats) into track `t`'s buffer; returns the range.
+    /// Encodes `cat`, `args` and derived stats into track `t`'s buffer; returns the range.
     fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<&RawValue>) -> (u32, u32) {
         let lo = self.tracks[t].stats.len() as u32;
         let mut out = std::mem::take(&mut self.tracks[t].stats);
+        if !cat.is_empty() {
+            let k = self.p.strings.intern("cat");
+            let v = self.p.strings.intern(cat);
+            encode_stat(&mut out, k, StatValue::Str(v));
+        }
         if let Some(args) = args {
             encode_args(
                 &mut self.p,

@@ -81,6 +81,7 @@ pub struct Analysis {
     device: OnceLock<DeviceInfo>,
     op_metrics: OnceLock<Arc<OpMetricsDb>>,
     step_db: OnceLock<Arc<StepDb>>,
+    hta: OnceLock<Arc<crate::base::hta::HtaTrace>>,
     host_framework_ops: OnceLock<Arc<HostFrameworkOps>>,
     hlo: OnceLock<Arc<HloIndex>>,
     /// Op tables per peak figures (they depend on the peaks the user states).
@@ -103,6 +104,7 @@ impl Analysis {
             device: OnceLock::new(),
             op_metrics: OnceLock::new(),
             step_db: OnceLock::new(),
+            hta: OnceLock::new(),
             host_framework_ops: OnceLock::new(),
             hlo: OnceLock::new(),
             hlo_ops: Keyed::new(),
@@ -136,6 +138,13 @@ impl Analysis {
     pub fn step_db(&self) -> Arc<StepDb> {
         self.step_db
             .get_or_init(|| Arc::new(step_db_prepare(&self.profile).finish()))
+            .clone()
+    }
+
+    /// The events as HTA loads them ([`crate::base::hta::hta_trace`]; empty for XSpace files).
+    pub fn hta(&self) -> Arc<crate::base::hta::HtaTrace> {
+        self.hta
+            .get_or_init(|| Arc::new(crate::base::hta::hta_trace(&self.profile)))
             .clone()
     }
 
@@ -247,6 +256,7 @@ impl Analysis {
         self.step_ops();
         self.step_totals(UserPeaks::default());
         self.op_times();
+        self.hta();
     }
 
     /// Peak memory against the device's memory, when the profile states it.

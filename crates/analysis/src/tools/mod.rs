@@ -8,6 +8,7 @@
 //!
 //! Tools import only the base layer (`crate::base`), never each other or this registry.
 
+pub mod comm_comp_overlap;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo_stats;
@@ -20,6 +21,7 @@ mod output;
 pub mod overview;
 pub mod report;
 pub mod roofline;
+pub mod temporal_breakdown;
 pub mod trace_viewer;
 
 use serde::Serialize;
@@ -38,6 +40,8 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),
     &Entry::<framework_op_stats::FrameworkOpStatsTool>(PhantomData),
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),
+    &Entry::<temporal_breakdown::TemporalBreakdownTool>(PhantomData),
+    &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),

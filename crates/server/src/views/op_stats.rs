@@ -3,8 +3,10 @@
 
 use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
+use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
+use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
 
 use super::ui::{Cell, Table};
 use super::Cx;
@@ -89,4 +91,67 @@ pub fn kernel_view(r: &PerHost<KernelStats>, _: &Cx) -> Markup {
         .col("min_duration_us", |(_, k)| us(k.min_duration_ps))
         .col("max_duration_us", |(_, k)| us(k.max_duration_ps));
     per_host(r, |s| &s.kernels, t)
+}
+
+/// One row per rank (host), HTA's columns; a host without GPU events says so.
+pub fn temporal_view(r: &PerHost<TemporalBreakdown>, _: &Cx) -> Markup {
+    let rows: Vec<(&str, &TemporalBreakdown)> = r
+        .hosts
+        .iter()
+        .filter_map(|(h, res)| Some((h.as_str(), res.as_ref().ok()?)))
+        .collect();
+    let t = Table::new("sortable")
+        .col("host", |(h, _): &(&str, &TemporalBreakdown)| Cell::text(*h))
+        .num("rank", |(_, t)| Cell::int(t.rank))
+        .num("idle_time_us", |(_, t)| Cell::float(t.idle_time_us, 3))
+        .num("compute_time_us", |(_, t)| {
+            Cell::float(t.compute_time_us, 3)
+        })
+        .num("non_compute_time_us", |(_, t)| {
+            Cell::float(t.non_compute_time_us, 3)
+        })
+        .num("kernel_time_us", |(_, t)| Cell::float(t.kernel_time_us, 3))
+        .num("idle_time_pctg", |(_, t)| Cell::float(t.idle_time_pctg, 2))
+        .num("compute_time_pctg", |(_, t)| {
+            Cell::float(t.compute_time_pctg, 2)
+        })
+        .num("non_compute_time_pctg", |(_, t)| {
+            Cell::float(t.non_compute_time_pctg, 2)
+        })
+        .num("gpu_events", |(_, t)| Cell::int(t.gpu_events));
+    html! {
+        p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: from the first to the last GPU event, idle time, computation kernels and the rest (memory, communication, syncs); with two or more profiler steps the last one is left out." }
+        @for (h, t) in &rows {
+            @if let Some(n) = &t.note { p class="dim" { (h) ": " (n) } }
+        }
+        (t.render(rows.iter().copied()))
+    }
+}
+
+/// One row per rank (host): the overlap percentage and the times behind it.
+pub fn overlap_view(r: &PerHost<CommCompOverlap>, _: &Cx) -> Markup {
+    let rows: Vec<(&str, &CommCompOverlap)> = r
+        .hosts
+        .iter()
+        .filter_map(|(h, res)| Some((h.as_str(), res.as_ref().ok()?)))
+        .collect();
+    let t = Table::new("sortable")
+        .col("host", |(h, _): &(&str, &CommCompOverlap)| Cell::text(*h))
+        .num("rank", |(_, o)| Cell::int(o.rank))
+        .num("comp_comm_overlap_pctg", |(_, o)| {
+            match o.comp_comm_overlap_pctg {
+                Some(v) => Cell::float(v, 2),
+                None => Cell::text("no communication"),
+            }
+        })
+        .num("communication_time_us", |(_, o)| {
+            Cell::float(o.communication_time_us, 3)
+        })
+        .num("overlapped_time_us", |(_, o)| {
+            Cell::float(o.overlapped_time_us, 3)
+        });
+    html! {
+        p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: the time communication kernels (NCCL) run while computation kernels run too, over the communication time." }
+        (t.render(rows.iter().copied()))
+    }
 }

@@ -1,0 +1,290 @@
+//! The events of a PyTorch (Kineto) trace as Holistic Trace Analysis (HTA 0.5.0) sees them, for
+//! the analyses xlens reproduces from it (temporal breakdown, communication/computation overlap):
+//! its rules written down in `tests/hta/README.md`, read from HTA's source.
+//!
+//! * An event counts when it has a category (`cat` stat, which the Chrome importer writes) other
+//!   than `Trace`. Its stream is its integer `stream` arg, else -1; its correlation its integer
+//!   `correlation` arg, else -1. A "GPU event" is any event with a stream (whatever its category).
+//! * When any time is a fraction of a microsecond, starts are rounded up and ends down to whole
+//!   microseconds (HTA's nanosecond rounding).
+//! * With two or more `ProfilerStep` names, the last step is left out: CPU events from the last
+//!   step's start on are dropped, and GPU kernels are kept only when a kept CPU event has their
+//!   correlation.
+//! * Kernel types by name: communication `nccl…Kernel`; memory `Memcpy…`, `Memset…`, `dma…`;
+//!   computation whatever is not `nccl…Kernel`, does not contain `Memcpy` or `Sync` and does not
+//!   start with `Memset`; other the rest.
+
+use xlens_model::{Profile, StatValue, StrId};
+
+/// One event as HTA keeps it (times in picoseconds on the profile's axis, after HTA's rounding).
+#[derive(Debug, Clone, Copy)]
+pub struct HtaEvent {
+    pub start_ps: i64,
+    pub end_ps: i64,
+    pub name: StrId,
+    pub stream: i64,
+    pub correlation: i64,
+}
+
+/// HTA's kernel types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum KernelType {
+    Communication,
+    Memory,
+    Computation,
+    Other,
+}
+
+/// HTA's classification of a kernel by its name.
+pub fn kernel_type(name: &str) -> KernelType {
+    let nccl = name.starts_with("nccl") && name[4..].contains("Kernel");
+    if nccl {
+        KernelType::Communication
+    } else if name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma") {
+        KernelType::Memory
+    } else if name.contains("Memcpy") || name.starts_with("Memset") || name.contains("Sync") {
+        KernelType::Other
+    } else {
+        KernelType::Computation
+    }
+}
+
+/// A host's events as HTA loads them.
+#[derive(Debug, Default)]
+pub struct HtaTrace {
+    /// The rank (`distributedInfo`), else 0 as HTA assumes.
+    pub rank: i64,
+    pub events: Vec<HtaEvent>,
+    /// Whether the last profiler step was left out (two or more `ProfilerStep` names).
+    pub last_step_dropped: bool,
+    /// Whether times were rounded to whole microseconds.
+    pub rounded: bool,
+}
+
+impl HtaTrace {
+    /// The GPU events (those with a stream).
+    pub fn gpu(&self) -> impl Iterator<Item = &HtaEvent> {
+        self.events.iter().filter(|e| e.stream != -1)
+    }
+}
+
+/// Loads a host's events by HTA's rules (see the module docs). Empty for profiles without `cat`
+/// stats (XSpace files).
+pub fn hta_trace(p: &Profile) -> HtaTrace {
+    let mut out = HtaTrace {
+        rank: rank(p).unwrap_or(0),
+        ..HtaTrace::default()
+    };
+    let Some(cat_key) = p.key("cat") else {
+        return out;
+    };
+    let (stream_key, corr_key) = (p.key("stream"), p.key("correlation"));
+    let trace_cat = p.strings.find("Trace");
+    let micro = 1_000_000i128;
+    let origin = p.origin_ps;
+    let mut raw: Vec<(i64, i64, StrId, i64, i64)> = Vec::new();
+    for plane in &p.planes {
+        for line in &plane.lines {
+            let ev = &line.events;
+            if !ev.may_have_stat(cat_key) {
+                continue;
+            }
+            for i in 0..ev.len() {
+                let (mut cat, mut stream, mut corr) = (None, -1, -1);
+                ev.stats(i).select(
+                    |k| {
+                        if k == cat_key {
+                            Some(0u8)
+                        } else if Some(k) == stream_key {
+                            Some(1)
+                        } else if Some(k) == corr_key {
+                            Some(2)
+                        } else {
+                            None
+                        }
+                    },
+                    |slot, v| match (slot, v) {
+                        (0, StatValue::Str(s)) => cat = Some(s),
+                        (1, StatValue::I64(n)) => stream = n,
+                        (2, StatValue::I64(n)) => corr = n,
+                        _ => {}
+                    },
+                );
+                let Some(cat) = cat else { continue };
+                if Some(cat) == trace_cat {
+                    continue;
+                }
+                let name = plane
+                    .metadata_of(line, i)
+                    .map(|m| m.name)
+                    .unwrap_or_default();
+                raw.push((ev.start(i), ev.dur(i), name, stream, corr));
+            }
+        }
+    }
+    out.rounded = raw
+        .iter()
+        .any(|r| (origin + i128::from(r.0)).rem_euclid(micro) != 0);
+    out.events = raw
+        .into_iter()
+        .map(|(start, dur, name, stream, correlation)| {
+            let (start_ps, end_ps) = if out.rounded {
+                let a = origin + i128::from(start);
+                let b = a + i128::from(dur);
+                let up = (a + micro - 1).div_euclid(micro) * micro;
+                let down = b.div_euclid(micro) * micro;
+                ((up - origin) as i64, (down - origin) as i64)
+            } else {
+                (start, start + dur)
+            };
+            HtaEvent {
+                start_ps,
+                end_ps,
+                name,
+                stream,
+                correlation,
+            }
+        })
+        .collect();
+    drop_last_step(p, &mut out);
+    out
+}
+
+/// The rank a trace states (`rank` stat of `/host:CPU`, from `distributedInfo`).
+pub fn rank(p: &Profile) -> Option<i64> {
+    let key = p.key("rank")?;
+    p.plane("/host:CPU")?.stats().get(key)?.as_i64()
+}
+
+fn drop_last_step(p: &Profile, t: &mut HtaTrace) {
+    let is_step = |e: &HtaEvent| p.str(e.name).contains("ProfilerStep");
+    let mut names: Vec<StrId> = t
+        .events
+        .iter()
+        .filter(|e| is_step(e))
+        .map(|e| e.name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() < 2 {
+        return;
+    }
+    let (event_sync, context_sync) = (p.strings.find("Event Sync"), p.strings.find("Context Sync"));
+    let is_gpu = |e: &HtaEvent| {
+        (e.stream >= 0 && e.correlation >= 0)
+            || Some(e.name) == event_sync
+            || Some(e.name) == context_sync
+    };
+    let last_start = t
+        .events
+        .iter()
+        .filter(|e| !is_gpu(e) && is_step(e))
+        .map(|e| e.start_ps)
+        .max();
+    let Some(last_start) = last_start else {
+        return;
+    };
+    t.last_step_dropped = true;
+    let cpu: Vec<HtaEvent> = t
+        .events
+        .iter()
+        .filter(|e| !is_gpu(e) && e.start_ps < last_start)
+        .copied()
+        .collect();
+    // GPU kernels join the kept CPU events on correlation (an inner join: a kernel appears once
+    // per CPU event with its correlation).
+    let mut corr: Vec<i64> = cpu.iter().map(|e| e.correlation).collect();
+    corr.sort_unstable();
+    let mut kept = Vec::with_capacity(t.events.len());
+    for e in t.events.iter().filter(|e| is_gpu(e)) {
+        let from = corr.partition_point(|&c| c < e.correlation);
+        let n = corr[from..]
+            .iter()
+            .take_while(|&&c| c == e.correlation)
+            .count();
+        for _ in 0..n {
+            kept.push(*e);
+        }
+    }
+    kept.extend(cpu);
+    t.events = kept;
+}
+
+/// The union of intervals as sorted disjoint `(start, end)` pairs; touching intervals merge (as
+/// HTA's `merge_kernel_intervals`).
+pub fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    iv.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len());
+    for (a, b) in iv {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Total length of disjoint intervals.
+pub fn total(iv: &[(i64, i64)]) -> i64 {
+    iv.iter().map(|(a, b)| b - a).sum()
+}
+
+/// Length of the intersection of two sorted disjoint interval lists.
+pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
+    let (mut i, mut j, mut sum) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if hi > lo {
+            sum += hi - lo;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_types_follow_htas_patterns() {
+        assert_eq!(
+            kernel_type("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+            KernelType::Communication
+        );
+        assert_eq!(
+            kernel_type("ncclDevKernel_SendRecv"),
+            KernelType::Communication
+        );
+        assert_eq!(
+            kernel_type("Memcpy DtoD (Device -> Device)"),
+            KernelType::Memory
+        );
+        assert_eq!(kernel_type("Memset (Device)"), KernelType::Memory);
+        assert_eq!(kernel_type("dma_copy"), KernelType::Memory);
+        assert_eq!(kernel_type("Stream Sync"), KernelType::Other);
+        assert_eq!(kernel_type("Context Sync"), KernelType::Other);
+        assert_eq!(kernel_type("fooMemcpyKernel"), KernelType::Other);
+        assert_eq!(kernel_type("Stream Wait Event"), KernelType::Computation);
+        assert_eq!(
+            kernel_type("ampere_sgemm_128x128_tn"),
+            KernelType::Computation
+        );
+        // `nccl` without `Kernel`: not communication, and computation unless another rule holds.
+        assert_eq!(kernel_type("ncclAllReduce"), KernelType::Computation);
+    }
+
+    #[test]
+    fn unions_merge_touching_intervals() {
+        let u = union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (10, 10)]);
+        assert_eq!(u, vec![(0, 3), (5, 9), (10, 10)]);
+        assert_eq!(total(&u), 7);
+        assert_eq!(overlap(&u, &[(1, 6), (8, 20)]), 2 + 1 + 1);
+    }
+}
