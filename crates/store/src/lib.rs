@@ -657,7 +657,10 @@ mod tests {
 
     #[test]
     fn ranks_in_file_names() {
-        assert_eq!(rank_in_name("hta-cpu_only-rank-34.Jul_15.pt.trace.json"), Some(34));
+        assert_eq!(
+            rank_in_name("hta-cpu_only-rank-34.Jul_15.pt.trace.json"),
+            Some(34)
+        );
         assert_eq!(rank_in_name("trace_rank_3.json"), Some(3));
         assert_eq!(rank_in_name("RANK7.json"), Some(7));
         assert_eq!(rank_in_name("ranking.json"), None);
