@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: xlens against Holistic Trace Analysis on the same PyTorch trace.
+
+Both sides start cold in a fresh process, taking turns:
+  * HTA: a new Python process times `TraceAnalysis(trace_dir=DIR)` (reading and parsing the
+    trace) plus `get_temporal_breakdown(visualize=False)`, imports excluded; DIR is a fresh
+    folder holding a link to the file (HTA loads every trace of a folder as ranks).
+  * xlens: a new `xlens bench FILE --tool temporal_breakdown --reps 1 --json` process; the time
+    is its first answer (read + decode + tool + JSON).
+Prints the median and range per side and the ratio of medians, and xlens's import throughput
+(MB/s of uncompressed JSON) and peak RSS over the JSON's size.
+
+Usage (with a Python that has `holistictraceanalysis`, e.g. the venv of tests/hta/README.md):
+  /work/hta-venv/bin/python benches/vs_hta.py TRACE.json[.gz] [--reps 5] [--xlens target/release/xlens]
+"""
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, logging, sys, time, warnings
+logging.disable(logging.CRITICAL)
+warnings.filterwarnings("ignore")
+from hta.trace_analysis import TraceAnalysis
+d = sys.argv[1]
+t0 = time.perf_counter()
+a = TraceAnalysis(trace_dir=d)
+df = a.get_temporal_breakdown(visualize=False)
+dt = time.perf_counter() - t0
+print(json.dumps({'s': dt, 'rows': len(df)}))
+"""
+
+
+def hta_once(python, path):
+    with tempfile.TemporaryDirectory() as tmp:
+        dst = os.path.join(tmp, os.path.basename(path))
+        try:
+            os.link(path, dst)
+        except OSError:
+            import shutil
+            shutil.copyfile(path, dst)
+        out = subprocess.run([python, '-c', CHILD, tmp], capture_output=True, text=True,
+                             check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])['s']
+
+
+def xlens_once(xlens, path):
+    out = subprocess.run([xlens, 'bench', path, '--tool', 'temporal_breakdown', '--reps', '1',
+                          '--json'], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('trace')
+    ap.add_argument('--reps', type=int, default=5)
+    ap.add_argument('--xlens', default='target/release/xlens')
+    a = ap.parse_args()
+    opener = gzip.open if a.trace.endswith('.gz') else open
+    with opener(a.trace, 'rb') as f:
+        json_bytes = len(f.read())
+    hta, xl, mbps, rss = [], [], [], []
+    for i in range(a.reps):
+        order = ['hta', 'xlens'] if i % 2 == 0 else ['xlens', 'hta']
+        for side in order:
+            if side == 'hta':
+                hta.append(hta_once(sys.executable, a.trace))
+            else:
+                d = xlens_once(a.xlens, a.trace)
+                xl.append(d['first_response_s'])
+                mbps.append(json_bytes / 1e6 / d['decode_s'])
+                rss.append(d['peak_rss_bytes'] / json_bytes)
+    med = statistics.median
+    print(f"{a.trace}: {json_bytes:,} bytes of JSON, {a.reps} cold runs per side")
+    print(f"| xlens first answer | HTA load + temporal breakdown | ratio |")
+    print(f"|---|---|---|")
+    print(f"| {med(xl):.3f} s ({min(xl):.3f}-{max(xl):.3f}) | {med(hta):.2f} s "
+          f"({min(hta):.2f}-{max(hta):.2f}) | {med(hta) / med(xl):.1f}x |")
+    print(f"xlens import: {med(mbps):.0f} MB/s of JSON (median; {min(mbps):.0f}-{max(mbps):.0f}); "
+          f"peak RSS {med(rss):.2f}x the JSON")
+
+
+if __name__ == '__main__':
+    main()
