@@ -129,3 +129,105 @@ fn two_ranks_of_one_job_each_get_their_row() {
         assert_eq!(h["kernel_time_us"].as_f64(), w["kernel_time(us)"].as_f64());
     }
 }
+
+/// The first host's result of `tool` with query parameters.
+fn run_with(tool: &str, file: &Path, params: &[(&str, &str)]) -> Value {
+    let sessions = xlens_store::discover(file).unwrap();
+    let run = open_run(sessions);
+    run_tool(tool, &run, params).json().unwrap()["hosts"][0].clone()
+}
+
+#[test]
+fn kernel_breakdown_equals_htas() {
+    for f in files() {
+        let name = f.display();
+        let want = expected(&f);
+        // Time by kernel type and overlaps, and its share to 1 decimal.
+        let got = run_with("kernel_breakdown", &f, &[]);
+        let mut w: Vec<(String, f64, f64)> = want["gpu_kernel_breakdown"]["kernel_type_breakdown"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let t = r["kernel_type"].as_str().unwrap().to_string();
+                (
+                    t,
+                    r["sum"].as_f64().unwrap(),
+                    r["percentage"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let mut g: Vec<(String, f64, f64)> = got["kernel_type_breakdown"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let t = r["kernel_type"].as_str().unwrap().to_string();
+                (
+                    t,
+                    r["sum_us"].as_f64().unwrap(),
+                    r["percentage"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        w.sort_by(|a, b| a.0.cmp(&b.0));
+        g.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(g, w, "{name}");
+        // The kernels kept by name before "others" (HTA's grouping rule; see the tool's docs
+        // for why xlens's statistics of a kept row differ from HTA's grouped table).
+        let kept = |rows: &Value| -> Vec<(String, String)> {
+            let mut v: Vec<(String, String)> = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["kernel_type"].as_str().unwrap().to_string(),
+                        r["name"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            kept(&got["kernels"]),
+            kept(&want["gpu_kernel_breakdown"]["kernel_breakdown"]["rows"]),
+            "{name}"
+        );
+        // Every kernel's statistics, without grouping (HTA with num_kernels=1e6, ratio 1.0).
+        let got = run_with(
+            "kernel_breakdown",
+            &f,
+            &[("num_kernels", "1000000"), ("duration_ratio", "1.0")],
+        );
+        let table = &want["gpu_kernel_breakdown_ungrouped"]["kernel_breakdown"];
+        assert_eq!(
+            got["kernels"].as_array().unwrap().len() as u64,
+            table["rows_total"].as_u64().unwrap(),
+            "{name}"
+        );
+        for r in table["rows"].as_array().unwrap() {
+            let m = got["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["name"] == r["name"] && k["kernel_type"] == r["kernel_type"])
+                .unwrap_or_else(|| panic!("{name}: {} missing", r["name"]));
+            for (ours, theirs) in [
+                ("sum_us", "sum (us)"),
+                ("max_us", "max (us)"),
+                ("min_us", "min (us)"),
+                ("mean_us", "mean (us)"),
+                ("stddev_us", "stddev"),
+            ] {
+                let (a, b) = (m[ours].as_f64().unwrap(), r[theirs].as_f64().unwrap());
+                assert!(
+                    (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                    "{name} {} {ours}: xlens {a}, HTA {b}",
+                    r["name"]
+                );
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@ pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo_stats;
 pub mod input_pipeline;
+pub mod kernel_breakdown;
 pub mod kernel_stats;
 pub mod memory_profile;
 pub mod memory_viewer;
@@ -42,6 +43,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),
     &Entry::<temporal_breakdown::TemporalBreakdownTool>(PhantomData),
     &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
+    &Entry::<kernel_breakdown::KernelBreakdownTool>(PhantomData),
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),

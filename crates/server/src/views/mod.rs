@@ -125,6 +125,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::kernel_stats::KernelStatsTool>::new(op_stats::kernel_view),
     &Typed::<tools::temporal_breakdown::TemporalBreakdownTool>::new(op_stats::temporal_view),
     &Typed::<tools::comm_comp_overlap::CommCompOverlapTool>::new(op_stats::overlap_view),
+    &Typed::<tools::kernel_breakdown::KernelBreakdownTool>::new(op_stats::kernel_breakdown_view),
     &Typed::<tools::memory_viewer::MemoryViewerTool>::refined(
         memory::viewer_view,
         memory::largest_module,

@@ -5,6 +5,7 @@ use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
+use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
 use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
 
@@ -153,5 +154,39 @@ pub fn overlap_view(r: &PerHost<CommCompOverlap>, _: &Cx) -> Markup {
     html! {
         p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: the time communication kernels (NCCL) run while computation kernels run too, over the communication time." }
         (t.render(rows.iter().copied()))
+    }
+}
+
+/// Per host: the time by kernel type (and overlaps), then the kernels of each type.
+pub fn kernel_breakdown_view(r: &PerHost<KernelBreakdown>, _: &Cx) -> Markup {
+    let types = Table::new("sortable")
+        .col(
+            "kernel_type",
+            |t: &&xlens_analysis::tools::kernel_breakdown::TypeTime| Cell::text(&t.kernel_type),
+        )
+        .num("sum_us", |t| Cell::float(t.sum_us, 3))
+        .num("percentage", |t| Cell::float(t.percentage, 1));
+    let kernels = Table::new("sortable")
+        .filter()
+        .col("kernel_type", |k: &&KernelRow| {
+            Cell::text(format!("{:?}", k.kernel_type))
+        })
+        .col("name", |k| Cell::name(&k.name))
+        .num("count", |k| Cell::int(k.count))
+        .num("sum_us", |k| Cell::float(k.sum_us, 3))
+        .num("max_us", |k| Cell::float(k.max_us, 3))
+        .num("min_us", |k| Cell::float(k.min_us, 3))
+        .num("mean_us", |k| Cell::float(k.mean_us, 3))
+        .num("stddev_us", |k| Cell::float(k.stddev_us, 3));
+    html! {
+        p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: each kernel type's time (their union) and the time types overlap; the top kernels of each type by total time, the rest as \"others\"." }
+        @for (host, res) in &r.hosts {
+            @if let Ok(k) = res {
+                h3 { (host) " (rank " (k.rank) ")" }
+                (types.render(k.kernel_type_breakdown.iter()))
+                p class="dim" { (k.names_total) " kernel names; " (k.kernels.len()) " rows" }
+                (kernels.render(k.kernels.iter()))
+            }
+        }
     }
 }
