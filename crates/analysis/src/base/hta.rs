@@ -22,6 +22,7 @@ pub struct HtaEvent {
     pub start_ps: i64,
     pub end_ps: i64,
     pub name: StrId,
+    pub cat: StrId,
     pub stream: i64,
     pub correlation: i64,
 }
@@ -83,7 +84,7 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
     let trace_cat = p.strings.find("Trace");
     let micro = 1_000_000i128;
     let origin = p.origin_ps;
-    let mut raw: Vec<(i64, i64, StrId, i64, i64)> = Vec::new();
+    let mut raw: Vec<(i64, i64, StrId, StrId, i64, i64)> = Vec::new();
     for plane in &p.planes {
         for line in &plane.lines {
             let ev = &line.events;
@@ -119,7 +120,7 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
                     .metadata_of(line, i)
                     .map(|m| m.name)
                     .unwrap_or_default();
-                raw.push((ev.start(i), ev.dur(i), name, stream, corr));
+                raw.push((ev.start(i), ev.dur(i), name, cat, stream, corr));
             }
         }
     }
@@ -128,7 +129,7 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
         .any(|r| (origin + i128::from(r.0)).rem_euclid(micro) != 0);
     out.events = raw
         .into_iter()
-        .map(|(start, dur, name, stream, correlation)| {
+        .map(|(start, dur, name, cat, stream, correlation)| {
             let (start_ps, end_ps) = if out.rounded {
                 let a = origin + i128::from(start);
                 let b = a + i128::from(dur);
@@ -142,6 +143,7 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
                 start_ps,
                 end_ps,
                 name,
+                cat,
                 stream,
                 correlation,
             }
@@ -157,6 +159,12 @@ pub fn rank(p: &Profile) -> Option<i64> {
     p.plane("/host:CPU")?.stats().get(key)?.as_i64()
 }
 
+/// Whether HTA counts an event as running on the GPU (`GPUKernelFilter`): a stream and a
+/// correlation, or a device-wide sync.
+pub fn is_gpu_kernel(p: &Profile, e: &HtaEvent) -> bool {
+    (e.stream >= 0 && e.correlation >= 0) || matches!(p.str(e.name), "Event Sync" | "Context Sync")
+}
+
 fn drop_last_step(p: &Profile, t: &mut HtaTrace) {
     let is_step = |e: &HtaEvent| p.str(e.name).contains("ProfilerStep");
     let mut names: Vec<StrId> = t
@@ -170,12 +178,7 @@ fn drop_last_step(p: &Profile, t: &mut HtaTrace) {
     if names.len() < 2 {
         return;
     }
-    let (event_sync, context_sync) = (p.strings.find("Event Sync"), p.strings.find("Context Sync"));
-    let is_gpu = |e: &HtaEvent| {
-        (e.stream >= 0 && e.correlation >= 0)
-            || Some(e.name) == event_sync
-            || Some(e.name) == context_sync
-    };
+    let is_gpu = |e: &HtaEvent| is_gpu_kernel(p, e);
     let last_start = t
         .events
         .iter()

@@ -12,6 +12,7 @@ pub mod comm_comp_overlap;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo_stats;
+pub mod idle_time;
 pub mod input_pipeline;
 pub mod kernel_breakdown;
 pub mod kernel_stats;
@@ -44,6 +45,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<temporal_breakdown::TemporalBreakdownTool>(PhantomData),
     &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
     &Entry::<kernel_breakdown::KernelBreakdownTool>(PhantomData),
+    &Entry::<idle_time::IdleTimeTool>(PhantomData),
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),

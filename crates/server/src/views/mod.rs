@@ -126,6 +126,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::temporal_breakdown::TemporalBreakdownTool>::new(op_stats::temporal_view),
     &Typed::<tools::comm_comp_overlap::CommCompOverlapTool>::new(op_stats::overlap_view),
     &Typed::<tools::kernel_breakdown::KernelBreakdownTool>::new(op_stats::kernel_breakdown_view),
+    &Typed::<tools::idle_time::IdleTimeTool>::new(op_stats::idle_time_view),
     &Typed::<tools::memory_viewer::MemoryViewerTool>::refined(
         memory::viewer_view,
         memory::largest_module,

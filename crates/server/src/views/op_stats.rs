@@ -5,6 +5,7 @@ use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
+use xlens_analysis::tools::idle_time::{IdleRow, IdleTime};
 use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
 use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
@@ -186,6 +187,30 @@ pub fn kernel_breakdown_view(r: &PerHost<KernelBreakdown>, _: &Cx) -> Markup {
                 (types.render(k.kernel_type_breakdown.iter()))
                 p class="dim" { (k.names_total) " kernel names; " (k.kernels.len()) " rows" }
                 (kernels.render(k.kernels.iter()))
+            }
+        }
+    }
+}
+
+/// Per host, per stream: idle time by cause.
+pub fn idle_time_view(r: &PerHost<IdleTime>, _: &Cx) -> Markup {
+    let t = Table::new("sortable")
+        .num("stream", |r: &&IdleRow| Cell::int(r.stream))
+        .col("idle_category", |r| {
+            Cell::text(format!("{:?}", r.idle_category))
+        })
+        .num("idle_time_us", |r| Cell::float(r.idle_time, 2))
+        .num("idle_time_ratio", |r| match r.idle_time_ratio {
+            Some(v) => Cell::float(v, 2),
+            None => Cell::text(""),
+        })
+        .num("gaps", |r| Cell::int(r.gaps));
+    html! {
+        p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: gaps between consecutive kernels of a stream; host wait when the launching call came after the previous kernel ended, kernel wait when the gap is under the threshold, else other." }
+        @for (host, res) in &r.hosts {
+            @if let Ok(t2) = res {
+                h3 { (host) " (rank " (t2.rank) ")" }
+                (t.render(t2.rows.iter()))
             }
         }
     }
