@@ -272,3 +272,35 @@ fn idle_time_breakdown_equals_htas() {
     }
     assert!(compared >= 4, "{compared} files compared");
 }
+
+#[test]
+fn cuda_launch_stats_equal_htas() {
+    for f in files() {
+        let name = f.display();
+        let want = &expected(&f)["cuda_kernel_launch_stats"]["per_rank"][0];
+        let got = run_with("cuda_launch_stats", &f, &[]);
+        for k in [
+            "num_launches",
+            "short_kernels",
+            "runtime_outliers",
+            "launch_delay_outliers",
+        ] {
+            assert_eq!(got[k], want[k], "{name} {k}");
+        }
+        for q in ["cpu_duration", "gpu_duration", "launch_delay"] {
+            for s in ["sum", "mean", "min", "max"] {
+                match (got[q][s].as_f64(), want[q][s].as_f64()) {
+                    (Some(a), Some(b)) => {
+                        assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{name} {q}.{s}")
+                    }
+                    // No launches: HTA's sum is 0 and the rest NaN (null).
+                    (a, b) => assert!(
+                        a.unwrap_or(0.0) == b.unwrap_or(0.0),
+                        "{name} {q}.{s}: {a:?} {b:?}"
+                    ),
+                }
+            }
+        }
+        assert!(got["launches"].as_array().unwrap().len() <= 100);
+    }
+}

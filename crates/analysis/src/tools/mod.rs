@@ -16,6 +16,7 @@ pub mod idle_time;
 pub mod input_pipeline;
 pub mod kernel_breakdown;
 pub mod kernel_stats;
+pub mod launch_stats;
 pub mod memory_profile;
 pub mod memory_viewer;
 pub mod op_profile;
@@ -46,6 +47,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
     &Entry::<kernel_breakdown::KernelBreakdownTool>(PhantomData),
     &Entry::<idle_time::IdleTimeTool>(PhantomData),
+    &Entry::<launch_stats::LaunchStatsTool>(PhantomData),
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),

@@ -127,6 +127,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::comm_comp_overlap::CommCompOverlapTool>::new(op_stats::overlap_view),
     &Typed::<tools::kernel_breakdown::KernelBreakdownTool>::new(op_stats::kernel_breakdown_view),
     &Typed::<tools::idle_time::IdleTimeTool>::new(op_stats::idle_time_view),
+    &Typed::<tools::launch_stats::LaunchStatsTool>::new(op_stats::launch_stats_view),
     &Typed::<tools::memory_viewer::MemoryViewerTool>::refined(
         memory::viewer_view,
         memory::largest_module,

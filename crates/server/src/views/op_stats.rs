@@ -8,6 +8,7 @@ use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats
 use xlens_analysis::tools::idle_time::{IdleRow, IdleTime};
 use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
+use xlens_analysis::tools::launch_stats::{Launch, LaunchStats};
 use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
 
 use super::ui::{Cell, Table};
@@ -211,6 +212,28 @@ pub fn idle_time_view(r: &PerHost<IdleTime>, _: &Cx) -> Markup {
             @if let Ok(t2) = res {
                 h3 { (host) " (rank " (t2.rank) ")" }
                 (t.render(t2.rows.iter()))
+            }
+        }
+    }
+}
+
+/// Per host: the counts, then the launches with the longest delays.
+pub fn launch_stats_view(r: &PerHost<LaunchStats>, _: &Cx) -> Markup {
+    let t = Table::new("sortable")
+        .filter()
+        .num("correlation", |l: &&Launch| Cell::int(l.correlation))
+        .col("cpu_name", |l| Cell::name(&l.cpu_name))
+        .col("gpu_name", |l| Cell::name(&l.gpu_name))
+        .num("cpu_duration_us", |l| Cell::float(l.cpu_duration, 3))
+        .num("gpu_duration_us", |l| Cell::float(l.gpu_duration, 3))
+        .num("launch_delay_us", |l| Cell::float(l.launch_delay, 3));
+    html! {
+        p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: each cudaLaunchKernel (and cudaMemcpyAsync/cudaMemsetAsync) call joined to its GPU event; the delay is the GPU start minus the call's end." }
+        @for (host, res) in &r.hosts {
+            @if let Ok(s) = res {
+                h3 { (host) " (rank " (s.rank) ")" }
+                p { (s.num_launches) " launches: " (s.short_kernels) " short kernels, " (s.runtime_outliers) " runtime outliers, " (s.launch_delay_outliers) " launch delay outliers. The " (s.launches.len()) " longest delays:" }
+                (t.render(s.launches.iter()))
             }
         }
     }
