@@ -32,8 +32,9 @@ pub(crate) struct RawEvent<'a> {
     pub id2: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub bp: Option<Cow<'a, str>>,
+    /// The `args` object's keys and raw values, read in the same pass as the event.
     #[serde(default, borrow)]
-    pub args: Option<&'a RawValue>,
+    pub args: Option<Args<'a>>,
 }
 
 /// What the importer does with the parts of a trace file.
@@ -148,17 +149,25 @@ impl<'de> Visitor<'de> for Events<'_> {
 }
 
 /// An `args` object: its keys and raw values, in the order written.
+#[derive(Default)]
 pub(crate) struct Args<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
 
-impl<'de> Deserialize<'de> for Args<'de> {
+impl Args<'_> {
+    /// The raw value of `key`.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0.iter().find(|x| x.0 == key).map(|x| x.1)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Args<'de>;
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Args<'a>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Args<'de>, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Args<'a>, A::Error> {
                 let mut out = Vec::new();
                 while let Some(k) = map.next_key::<Borrowed<'de>>()? {
                     out.push((k.0, map.next_value::<&'de RawValue>()?));
@@ -166,7 +175,7 @@ impl<'de> Deserialize<'de> for Args<'de> {
                 Ok(Args(out))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 

@@ -36,7 +36,7 @@
 mod json;
 
 use hashbrown::HashMap;
-use json::{micros_to_ps, Key, RawEvent, Sink};
+use json::{micros_to_ps, Args, Key, RawEvent, Sink};
 use serde_json::value::RawValue;
 use xlens_model::{
     encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
@@ -203,7 +203,7 @@ impl Importer {
     }
 
     /// Encodes `cat`, `args` and derived stats into track `t`'s buffer; returns the range.
-    fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<&RawValue>) -> (u32, u32) {
+    fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<&Args<'_>>) -> (u32, u32) {
         let lo = self.tracks[t].stats.len() as u32;
         let mut out = std::mem::take(&mut self.tracks[t].stats);
         if !cat.is_empty() {
@@ -248,7 +248,7 @@ impl Importer {
         if GPU_CATS.contains(&cat) {
             self.tracks[t].gpu = true;
         }
-        let stats = self.stats(t, name, cat, e.args);
+        let stats = self.stats(t, name, cat, e.args.as_ref());
         let name = self.p.strings.intern(name);
         self.tracks[t].events.push(Ev {
             start,
@@ -293,7 +293,7 @@ impl Sink for Importer {
                 });
                 let name = e.name.as_deref().unwrap_or("");
                 let cat = e.cat.as_deref().unwrap_or("");
-                let stats = self.stats(t, name, cat, e.args);
+                let stats = self.stats(t, name, cat, e.args.as_ref());
                 let name = self.p.strings.intern(name);
                 self.tracks[t].open.push((ts, name, stats));
                 self.note_time(ts);
@@ -313,7 +313,7 @@ impl Sink for Importer {
                     Some((t, (start, name, stats))) => {
                         let mut stats = stats;
                         // Args on the `E` are the slice's too.
-                        if let Some(args) = e.args {
+                        if let Some(args) = &e.args {
                             let (lo, _) = stats;
                             let mut out = std::mem::take(&mut self.tracks[t].stats);
                             if lo as usize + (stats.1 - lo) as usize == out.len() {
@@ -341,7 +341,7 @@ impl Sink for Importer {
                     tid: Key::Str(name.to_string()),
                     class: Class::Counter,
                 });
-                let stats = self.stats(t, "", "", e.args);
+                let stats = self.stats(t, "", "", e.args.as_ref());
                 let name = self.p.strings.intern(name);
                 self.tracks[t].events.push(Ev {
                     start: ts,
@@ -370,13 +370,13 @@ impl Sink for Importer {
                 });
                 match ph {
                     "b" | "S" => {
-                        let stats = self.stats(t, &name, &cat, e.args);
+                        let stats = self.stats(t, &name, &cat, e.args.as_ref());
                         let n = self.p.strings.intern(&name);
                         self.async_open
                             .insert((pid, cat, id, name), (ts, t, n, stats));
                         self.note_time(ts);
                     }
-                    "n" => self.complete_on(t, &name, &cat, e.args, ts, 0),
+                    "n" => self.complete_on(t, &name, &cat, e.args.as_ref(), ts, 0),
                     _ => {
                         // An end names its begin by (category, id) and usually the name.
                         let found = self
@@ -451,7 +451,7 @@ impl Importer {
         t: usize,
         name: &str,
         cat: &str,
-        args: Option<&RawValue>,
+        args: Option<&Args<'_>>,
         start: i64,
         dur: i64,
     ) {
@@ -469,8 +469,7 @@ impl Importer {
     fn metadata(&mut self, e: &RawEvent<'_>) {
         let name = e.name.as_deref().unwrap_or("");
         let arg = |k: &str| -> Option<serde_json::Value> {
-            let v: serde_json::Value = serde_json::from_str(e.args?.get()).ok()?;
-            v.get(k).cloned()
+            serde_json::from_str(e.args.as_ref()?.get(k)?.get()).ok()
         };
         let (pid, tid) = (Key::of(e.pid), Key::of(e.tid));
         match name {
@@ -928,15 +927,9 @@ fn raw_stat(p: &mut Profile, v: &RawValue) -> StatValue {
 
 /// Encodes an event's `args` object as stats, in the order written; with `kernel`, also
 /// `kernel_details` in XSpace's form. `correlation` adds `correlation_id`.
-fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: &RawValue, kernel: bool) {
-    let Ok(json::Args(map)) = serde_json::from_str::<json::Args<'_>>(args.get()) else {
-        // Not an object: kept whole.
-        let k = p.strings.intern("args");
-        let v = p.strings.intern(args.get());
-        encode_stat(out, k, StatValue::Str(v));
-        return;
-    };
-    for (k, v) in &map {
+fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: &Args<'_>, kernel: bool) {
+    let map = &args.0;
+    for (k, v) in map {
         let key = p.strings.intern(k);
         let sv = raw_stat(p, v);
         encode_stat(out, key, sv);
