@@ -86,3 +86,43 @@ fn steps_of_a_gpu_trace_come_from_profiler_step_annotations() {
         "{text}"
     );
 }
+
+#[test]
+fn framework_ops_of_a_pytorch_trace_are_its_cpu_ops_with_launched_gpu_time() {
+    // Expected figures computed from the raw JSON by a separate Python script (decimal times,
+    // cpu_op nesting per thread, each cudaLaunch/hipLaunch call's correlation summed over the
+    // device events and attributed to the innermost cpu_op around the call).
+    let f =
+        root().join("fixtures/pytorch/hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let run = open_run(xlens_store::discover(&f).unwrap());
+    let v = run_tool("framework_op_stats", &run, &[]).json().unwrap();
+    let h = &v["hosts"][0];
+    let ops = h["ops"].as_array().unwrap();
+    let host: Vec<&serde_json::Value> = ops
+        .iter()
+        .filter(|o| o["host_or_device"] == "Host" && o["name"] != "IDLE")
+        .collect();
+    assert_eq!(host.len(), 42);
+    let get = |name: &str| *host.iter().find(|o| o["name"] == name).unwrap();
+    // (occurrences, total, self, launched GPU time), picoseconds.
+    for (name, occ, total, self_ps, launched) in [
+        (
+            "aten::add_",
+            2,
+            6_613_603_000i64,
+            6_613_603_000i64,
+            9_120_000i64,
+        ),
+        ("aten::addmm", 1, 181_604_000, 151_276_000, 24_480_000),
+        ("aten::empty", 4, 139_153_000, 139_153_000, 0),
+        ("aten::copy_", 2, 136_719_000, 136_719_000, 38_161_000),
+    ] {
+        let o = get(name);
+        assert_eq!(o["type"], "aten", "{name}");
+        assert_eq!(o["occurrences"], occ, "{name}");
+        assert_eq!(o["total_time_ps"], total, "{name}");
+        assert_eq!(o["self_time_ps"], self_ps, "{name}");
+        assert_eq!(o["launched_device_time_ps"], launched, "{name}");
+    }
+    assert_eq!(h["host_idle_ps"], 8_068_627_000i64);
+}

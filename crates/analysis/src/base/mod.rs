@@ -22,4 +22,5 @@ pub mod step_db;
 pub mod step_ops;
 pub mod steps;
 pub mod tool;
+pub mod torch_ops;
 pub mod trace;

@@ -97,6 +97,10 @@ pub struct FrameworkOp {
     /// An XLA op run by the CPU runtime on a host thread, listed under its framework op (XProf
     /// shows nothing for these).
     pub via_xla: bool,
+    /// PyTorch traces: the GPU time of the kernels this op launched (directly, or through ops
+    /// nested in it that are not themselves `cpu_op`s), by launch correlation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launched_device_time_ps: Option<i64>,
 }
 
 /// Splits a framework op full name into (type, name), the way XProf's `ParseTfOpFullname` does
@@ -732,6 +736,7 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
                 flops: 0.0,
                 bytes_accessed: 0.0,
                 via_xla,
+                launched_device_time_ps: None,
             });
         e.occurrences += o.occurrences;
         e.total_time_ps += o.total_time_ps;
@@ -745,6 +750,9 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
 /// Host-side framework ops on `/host:CPU` threads, and the host IDLE time (per thread: first op
 /// start to last op end minus op self time, summed).
 pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
+    if let Some(torch) = crate::base::torch_ops::torch_host_ops(p) {
+        return torch;
+    }
     // Ops by (type, name) as interned-or-not strings: metadata-named ops borrow the metadata
     // name, `tf_op`-stat ops the stat value.
     let mut agg: HashMap<(&str, &str), FrameworkOp> = HashMap::new();
@@ -831,6 +839,7 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
                     flops: 0.0,
                     bytes_accessed: 0.0,
                     via_xla: false,
+                    launched_device_time_ps: None,
                 });
                 e.occurrences += 1;
                 e.total_time_ps += dur;

@@ -46,6 +46,9 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
     let mut notes = vec![
         "Host ops: TF `name:Type`, tf.data `Iterator::...` and `MemcpyHToD`-style events on host threads; self time excludes framework ops nested in them. IDLE: per thread (or device), first op start to last op end not covered by op self time; on host threads, instant events tagged with a `tf_op` stat (memory allocations) also bound the span, as in XProf.".to_string(),
     ];
+    if host.iter().any(|o| o.launched_device_time_ps.is_some()) {
+        notes.push("PyTorch trace: host ops are the `cpu_op` events on host threads (type: the name's namespace), self time excludes `cpu_op`s nested in them; `launched_device_time_ps` is the GPU time of the kernels and copies each op launched (the launch call's correlation, attributed to the innermost `cpu_op` around it). IDLE on a thread: first to last op not covered by op self time.".to_string());
+    }
     if dev.iter().any(|o| o.via_xla) {
         notes.push("XLA ops run by the CPU runtime are listed under their framework op (the JAX name scope or TF op in the HLO metadata), marked `via_xla`; XProf shows none for CPU-only XLA profiles.".to_string());
     }
@@ -60,6 +63,7 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
         flops: 0.0,
         bytes_accessed: 0.0,
         via_xla: false,
+        launched_device_time_ps: None,
     };
     host.push(idle("Host", host_idle));
     if has_device {

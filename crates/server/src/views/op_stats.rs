@@ -47,7 +47,12 @@ fn us(ps: i64) -> Cell {
 }
 
 pub fn framework_view(r: &PerHost<FrameworkOpStats>, _: &Cx) -> Markup {
-    let t = Table::new("sortable")
+    // PyTorch traces: the GPU time each op launched, a column only where some op has it.
+    let launched = r.hosts.iter().any(|(_, res)| {
+        res.as_ref()
+            .is_ok_and(|s| s.ops.iter().any(|o| o.op.launched_device_time_ps.is_some()))
+    });
+    let mut t = Table::new("sortable")
         .filter()
         .col("rank", |(i, _): &(usize, &FrameworkOpRow)| Cell::int(i + 1))
         .col("host_or_device", |(_, r)| Cell::text(r.op.host_or_device))
@@ -66,6 +71,15 @@ pub fn framework_view(r: &PerHost<FrameworkOpStats>, _: &Cx) -> Markup {
             None => Cell::text(""),
         })
         .col("via_xla", |(_, r)| Cell::text(r.op.via_xla.to_string()));
+    if launched {
+        t = t.col(
+            "launched_device_time_us",
+            |(_, r): &(usize, &FrameworkOpRow)| match r.op.launched_device_time_ps {
+                Some(ps) => us(ps),
+                None => Cell::text(""),
+            },
+        );
+    }
     per_host(r, |s| &s.ops, t)
 }
 

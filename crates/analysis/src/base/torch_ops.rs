@@ -1,0 +1,138 @@
+//! Framework ops of a PyTorch (Kineto) trace: the `cpu_op` events on host threads, their self
+//! time, and the GPU time of the kernels each one launched.
+//!
+//! A launch (a `cuda_runtime` or `cuda_driver` call with a `correlation`) belongs to the
+//! innermost `cpu_op` open around it on its thread; the GPU events (on device planes) with that
+//! correlation add their durations to that op. Self time is an op's duration minus that of the
+//! `cpu_op`s directly nested in it. Host IDLE, per thread: first op start to last op end minus
+//! the ops' self time (as for XSpace host ops).
+
+use std::collections::HashMap;
+use xlens_model::{Profile, StatValue};
+
+use crate::base::op_metrics::FrameworkOp;
+
+/// The type of a PyTorch op: its namespace (`aten` for `aten::mm`), else `cpu_op`.
+fn op_type(name: &str) -> &str {
+    name.split_once("::").map_or("cpu_op", |(ns, _)| ns)
+}
+
+/// Host framework ops and host IDLE of a PyTorch trace; `None` when the profile has no
+/// `cpu_op` events (it is not one).
+pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
+    let cat_key = p.key("cat")?;
+    let cpu_op = p.strings.find("cpu_op")?;
+    let launch_cats = [
+        p.strings.find("cuda_runtime"),
+        p.strings.find("cuda_driver"),
+    ];
+    let corr_key = p.key("correlation");
+    // GPU time by correlation.
+    let mut gpu: HashMap<i64, i64> = HashMap::new();
+    if let Some(ck) = corr_key {
+        for plane in p
+            .planes
+            .iter()
+            .filter(|pl| p.str(pl.name).starts_with("/device:"))
+        {
+            for line in &plane.lines {
+                let ev = &line.events;
+                for i in 0..ev.len() {
+                    if let Some(StatValue::I64(c)) = ev.stats(i).get(ck) {
+                        *gpu.entry(c).or_default() += ev.dur(i);
+                    }
+                }
+            }
+        }
+    }
+    let mut agg: HashMap<(String, String), FrameworkOp> = HashMap::new();
+    let mut idle = 0i64;
+    let mut any = false;
+    for plane in p.planes.iter().filter(|pl| p.str(pl.name) == "/host:CPU") {
+        for line in &plane.lines {
+            let ev = &line.events;
+            if !ev.may_have_stat(cat_key) {
+                continue;
+            }
+            // Open ops: (end, index into `ops`); ops: (name, start, dur, children, launched).
+            let mut stack: Vec<(i64, usize)> = Vec::new();
+            let mut ops: Vec<(&str, i64, i64, i64, Option<i64>)> = Vec::new();
+            for i in 0..ev.len() {
+                let (mut cat, mut corr) = (None, None);
+                for s in ev.stats(i).iter() {
+                    if s.key == cat_key {
+                        cat = s.value.as_str_id();
+                    } else if Some(s.key) == corr_key {
+                        corr = s.value.as_i64();
+                    }
+                }
+                let (start, end) = (ev.start(i), ev.end(i));
+                // Ops that ended before this event starts (one ending where a zero-length event
+                // sits still holds it).
+                let dur = ev.dur(i);
+                while stack
+                    .last()
+                    .is_some_and(|&(e, _)| e < start || (e == start && dur > 0))
+                {
+                    stack.pop();
+                }
+                if cat == Some(cpu_op) {
+                    if let Some(&(_, parent)) = stack.last() {
+                        ops[parent].3 += ev.dur(i);
+                    }
+                    let name = plane.metadata_of(line, i).map_or("", |m| p.str(m.name));
+                    ops.push((name, start, ev.dur(i), 0, None));
+                    stack.push((end, ops.len() - 1));
+                } else if launch_cats.contains(&cat) && cat.is_some() {
+                    if let (Some(c), Some(&(_, op))) = (corr, stack.last()) {
+                        let d = gpu.get(&c).copied().unwrap_or(0);
+                        let slot = ops[op].4.get_or_insert(0);
+                        *slot += d;
+                    }
+                }
+            }
+            if ops.is_empty() {
+                continue;
+            }
+            any = true;
+            let first = ops.iter().map(|o| o.1).min().unwrap_or(0);
+            let last = ops.iter().map(|o| o.1 + o.2).max().unwrap_or(0);
+            let mut line_self = 0;
+            for (name, _, dur, children, launched) in ops {
+                let self_ps = (dur - children).max(0);
+                line_self += self_ps;
+                let e = agg
+                    .entry((op_type(name).to_string(), name.to_string()))
+                    .or_insert_with(|| FrameworkOp {
+                        host_or_device: "Host",
+                        op_type: op_type(name).to_string(),
+                        name: name.to_string(),
+                        occurrences: 0,
+                        total_time_ps: 0,
+                        self_time_ps: 0,
+                        flops: 0.0,
+                        bytes_accessed: 0.0,
+                        via_xla: false,
+                        launched_device_time_ps: Some(0),
+                    });
+                e.occurrences += 1;
+                e.total_time_ps += dur;
+                e.self_time_ps += self_ps;
+                if let (Some(t), Some(l)) = (e.launched_device_time_ps.as_mut(), launched) {
+                    *t += l;
+                }
+            }
+            idle += (last - first - line_self).max(0);
+        }
+    }
+    if !any {
+        return None;
+    }
+    let mut out: Vec<FrameworkOp> = agg.into_values().collect();
+    out.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Some((out, idle))
+}
