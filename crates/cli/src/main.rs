@@ -197,7 +197,9 @@ fn main() {
                 "report",
                 &out,
                 if json { Format::Json } else { Format::Text },
-            )
+            )?;
+            exit_if_unread(&run);
+            Ok(())
         })(),
         Cmd::BenchTrace {
             file,
@@ -273,7 +275,35 @@ fn run_tool_command(m: &clap::ArgMatches) -> Result<()> {
     } else {
         Format::Text
     });
-    print_output(name, &out, f)
+    print_output(name, &out, f)?;
+    exit_if_unread(&run);
+    Ok(())
+}
+
+/// Exit code of a command that printed its answer while some of its host files could not be
+/// read (each named on stderr; the answer names them too): scripts can tell a partial answer.
+const EXIT_UNREAD: i32 = 2;
+
+/// After an answer is printed: when any host file of `run` failed to load, names each on stderr
+/// and exits with [`EXIT_UNREAD`].
+fn exit_if_unread(run: &Run) {
+    let failed: Vec<&str> = run
+        .hosts
+        .iter()
+        .filter_map(|h| h.analysis.as_ref().err().map(String::as_str))
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    eprintln!(
+        "xlens: {} of {} host files could not be read:",
+        failed.len(),
+        run.hosts.len()
+    );
+    for e in failed {
+        eprintln!("  {e}");
+    }
+    std::process::exit(EXIT_UNREAD);
 }
 
 fn discover(path: &Path) -> Result<Vec<Session>> {

@@ -131,8 +131,13 @@ fn bad_paths_and_files_get_clear_errors() {
     // A riegeli file is recognised and rejected plainly; a corrupt file names itself and the offset.
     let d = tmp("bad");
     std::fs::write(d.join("h.xplane.riegeli"), b"riegeli").unwrap();
-    let (code, out, _) = xlens(&["report", d.to_str().unwrap(), "--json"]);
-    assert_eq!(code, 0);
+    // The answer is printed; exit code 2 says an input was not read, and stderr names it.
+    let (code, out, err) = xlens(&["report", d.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("1 of 1 host files could not be read") && err.contains("h.xplane.riegeli"),
+        "{err}"
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let e = v["sessions"][0]["hosts"][0]["error"].as_str().unwrap();
     assert!(
@@ -144,11 +149,27 @@ fn bad_paths_and_files_get_clear_errors() {
     std::fs::remove_file(d.join("h.xplane.riegeli")).unwrap();
     std::fs::write(d.join("g.xplane.pb"), br#"{"traceEvents": []}"#).unwrap();
     let (code, out, _) = xlens(&["report", d.to_str().unwrap()]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 2);
     assert!(
         out.contains("ERROR") && out.contains("g.xplane.pb") && out.contains("at byte"),
         "{out}"
     );
+    // A readable file beside it: still 2 (not every input was read), both in the answer.
+    std::fs::copy(
+        fixtures().join("plugins/profile/jax_mlp_small/vm.xplane.pb"),
+        d.join("vm.xplane.pb"),
+    )
+    .unwrap();
+    let (code, out, err) = xlens(&["report", d.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("1 of 2 host files"), "{err}");
+    assert!(
+        out.contains("g.xplane.pb") && out.contains("steps:"),
+        "{out}"
+    );
+    // Only the readable host asked for: every requested input read, 0.
+    let (code, _, err) = xlens(&["tool", "report", d.to_str().unwrap(), "--host", "vm"]);
+    assert_eq!(code, 0, "{err}");
 }
 
 #[test]
@@ -179,7 +200,7 @@ fn a_file_truncated_while_it_is_read_is_an_error_naming_it() {
     // Read again, the now truncated file is an ordinary decode error naming it (in the host's
     // entry of the answer).
     let (code, out, err) = xlens(&["tool", "overview_page", f.to_str().unwrap(), "--json"]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 2, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let msg = v["hosts"][0]["error"].as_str().unwrap_or_default();
     assert!(msg.contains(f.to_str().unwrap()), "{out}");
