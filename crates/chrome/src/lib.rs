@@ -248,16 +248,7 @@ impl Importer {
         if GPU_CATS.contains(&cat) {
             self.tracks[t].gpu = true;
         }
-        let stats = self.stats(t, name, cat, e.args.as_ref());
-        let name = self.p.strings.intern(name);
-        self.tracks[t].events.push(Ev {
-            start,
-            dur,
-            name,
-            stats,
-        });
-        self.note_time(start);
-        self.note_time(start.saturating_add(dur));
+        self.complete_on(t, name, cat, e.args.as_ref(), start, dur);
     }
 }
 
@@ -464,6 +455,7 @@ impl Importer {
             stats,
         });
         self.note_time(start);
+        self.note_time(start.saturating_add(dur));
     }
 
     fn metadata(&mut self, e: &RawEvent<'_>) {

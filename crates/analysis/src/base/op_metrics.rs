@@ -103,6 +103,24 @@ pub struct FrameworkOp {
     pub launched_device_time_ps: Option<i64>,
 }
 
+impl FrameworkOp {
+    /// An op of `op_type` and `name` on `side` (`Host` or `Device`) with nothing counted yet.
+    pub fn empty(side: &'static str, op_type: &str, name: &str) -> FrameworkOp {
+        FrameworkOp {
+            host_or_device: side,
+            op_type: op_type.to_string(),
+            name: name.to_string(),
+            occurrences: 0,
+            total_time_ps: 0,
+            self_time_ps: 0,
+            flops: 0.0,
+            bytes_accessed: 0.0,
+            via_xla: false,
+            launched_device_time_ps: None,
+        }
+    }
+}
+
 /// Splits a framework op full name into (type, name), the way XProf's `ParseTfOpFullname` does
 /// for the kinds it shows: `Iterator::...` → `Dataset`; `Memcpy*` → itself; `name:Type` with a TF
 /// type (`[A-Z_][A-Za-z0-9_]*`) and a TF name (`[A-Za-z0-9.][A-Za-z0-9_./>-]*`).
@@ -727,16 +745,8 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
         let e = agg
             .entry((o.framework_type.clone(), name.clone()))
             .or_insert_with(|| FrameworkOp {
-                host_or_device: side,
-                op_type: o.framework_type.clone(),
-                name,
-                occurrences: 0,
-                total_time_ps: 0,
-                self_time_ps: 0,
-                flops: 0.0,
-                bytes_accessed: 0.0,
                 via_xla,
-                launched_device_time_ps: None,
+                ..FrameworkOp::empty(side, &o.framework_type, &name)
             });
         e.occurrences += o.occurrences;
         e.total_time_ps += o.total_time_ps;
@@ -829,18 +839,9 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
                     // the line's span, as in XProf, but is not listed as an op.
                     continue;
                 }
-                let e = agg.entry((ty, name)).or_insert_with(|| FrameworkOp {
-                    host_or_device: "Host",
-                    op_type: ty.to_string(),
-                    name: name.to_string(),
-                    occurrences: 0,
-                    total_time_ps: 0,
-                    self_time_ps: 0,
-                    flops: 0.0,
-                    bytes_accessed: 0.0,
-                    via_xla: false,
-                    launched_device_time_ps: None,
-                });
+                let e = agg
+                    .entry((ty, name))
+                    .or_insert_with(|| FrameworkOp::empty("Host", ty, name));
                 e.occurrences += 1;
                 e.total_time_ps += dur;
                 e.self_time_ps += self_ps;

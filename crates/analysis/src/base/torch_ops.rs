@@ -104,16 +104,8 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
                 let e = agg
                     .entry((op_type(name).to_string(), name.to_string()))
                     .or_insert_with(|| FrameworkOp {
-                        host_or_device: "Host",
-                        op_type: op_type(name).to_string(),
-                        name: name.to_string(),
-                        occurrences: 0,
-                        total_time_ps: 0,
-                        self_time_ps: 0,
-                        flops: 0.0,
-                        bytes_accessed: 0.0,
-                        via_xla: false,
                         launched_device_time_ps: Some(0),
+                        ..FrameworkOp::empty("Host", op_type(name), name)
                     });
                 e.occurrences += 1;
                 e.total_time_ps += dur;

@@ -54,16 +54,9 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
     }
     host.extend(dev);
     let idle = |side: &'static str, ps: i64| FrameworkOp {
-        host_or_device: side,
-        op_type: "IDLE".to_string(),
-        name: "IDLE".to_string(),
-        occurrences: 0,
         total_time_ps: ps,
         self_time_ps: ps,
-        flops: 0.0,
-        bytes_accessed: 0.0,
-        via_xla: false,
-        launched_device_time_ps: None,
+        ..FrameworkOp::empty(side, "IDLE", "IDLE")
     };
     host.push(idle("Host", host_idle));
     if has_device {
