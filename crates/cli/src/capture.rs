@@ -46,8 +46,13 @@ pub struct Args {
 /// returns the process exit code (0, or the first failure's code; see README).
 pub fn run(a: Args) -> i32 {
     let addrs = xlens_capture::parse_addrs(&a.addrs);
+    // A bucket log directory: capture into a local staging folder, then upload the session.
+    let bucket = xlens_store::bucket_url(&a.logdir).map(|u| u.trim_end_matches('/').to_string());
+    let staging = bucket
+        .as_ref()
+        .map(|_| std::env::temp_dir().join(format!("xlens-capture-{}", std::process::id())));
     let opts = CaptureOptions {
-        logdir: a.logdir,
+        logdir: staging.clone().unwrap_or_else(|| a.logdir.clone()),
         duration: a.duration,
         session: a.session,
         host_tracer_level: a.host_tracer_level,
@@ -61,7 +66,10 @@ pub fn run(a: Args) -> i32 {
         "xlens: capturing {:.1}s from {} into {}",
         opts.duration.as_secs_f64(),
         addrs.join(", "),
-        opts.logdir.join("plugins/profile").display()
+        match &bucket {
+            Some(b) => format!("{b}/plugins/profile"),
+            None => opts.logdir.join("plugins/profile").display().to_string(),
+        }
     );
     // A bar redrawn in place on a terminal; only the final state in a log.
     let tty = std::io::stderr().is_terminal();
@@ -79,14 +87,25 @@ pub fn run(a: Args) -> i32 {
     });
     let report = match xlens_capture::capture_blocking(&addrs, &opts, Some(progress)) {
         Ok(r) => r,
-        Err(e) => return fail(&e),
+        Err(e) => {
+            if let Some(dir) = &staging {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return fail(&e);
+        }
     };
-    println!(
-        "session {} in {}",
-        report.session_id,
-        report.session_dir.display()
-    );
     let mut code = 0;
+    let shown_dir = match &bucket {
+        Some(b) => {
+            let dir = format!("{b}/plugins/profile/{}", report.session_id);
+            if let Err(c) = upload_session(&report, &dir) {
+                code = c;
+            }
+            dir
+        }
+        None => report.session_dir.display().to_string(),
+    };
+    println!("session {} in {shown_dir}", report.session_id);
     for h in &report.hosts {
         match h {
             Ok(h) => {
@@ -94,10 +113,19 @@ pub fn run(a: Args) -> i32 {
                     Source::Returned => "returned by the server",
                     Source::WrittenByServer => "written by the server",
                 };
+                let shown = match &bucket {
+                    Some(_) => format!(
+                        "{shown_dir}/{}",
+                        h.file
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    ),
+                    None => h.file.display().to_string(),
+                };
                 println!(
-                    "{}: {} ({} bytes, {how}, {:.1}s)",
+                    "{}: {shown} ({} bytes, {how}, {:.1}s)",
                     h.addr,
-                    h.file.display(),
                     h.bytes,
                     h.elapsed.as_secs_f64()
                 );
@@ -111,7 +139,36 @@ pub fn run(a: Args) -> i32 {
             }
         }
     }
+    if let Some(dir) = &staging {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     code
+}
+
+/// Uploads each captured host file into the bucket folder `dir`; the exit code 18 on failure.
+fn upload_session(report: &xlens_capture::CaptureReport, dir: &str) -> Result<(), i32> {
+    let mut result = Ok(());
+    for h in report.hosts.iter().flatten() {
+        let name = h
+            .file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let url = format!("{dir}/{name}");
+        #[cfg(feature = "cloud")]
+        let r = xlens_store::upload(&h.file, &url);
+        #[cfg(not(feature = "cloud"))]
+        let r: Result<(), xlens_store::StoreError> =
+            Err(xlens_store::StoreError::NoCloud { url: url.clone() });
+        match r {
+            Ok(()) => eprintln!("xlens: uploaded {} bytes to {url}", h.bytes),
+            Err(e) => {
+                eprintln!("xlens capture: uploading to the bucket failed: {e}");
+                result = Err(18);
+            }
+        }
+    }
+    result
 }
 
 fn fail(e: &CaptureError) -> i32 {

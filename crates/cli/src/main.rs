@@ -30,6 +30,9 @@ const DEMO: &[u8] =
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Read gs://, s3://, az:// buckets without credentials (public buckets).
+    #[arg(long, global = true)]
+    anonymous: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -179,6 +182,12 @@ fn keep_freed_memory() {
 
 fn main() {
     let matches = Cli::command().subcommand(tool_command()).get_matches();
+    let anonymous = matches.get_flag("anonymous")
+        || matches
+            .subcommand()
+            .and_then(|(_, m)| m.try_get_one::<bool>("anonymous").ok().flatten().copied())
+            .unwrap_or(false);
+    buckets(anonymous);
     if let Some(("tool", m)) = matches.subcommand() {
         keep_freed_memory();
         exit_on_error(run_tool_command(m));
@@ -251,6 +260,41 @@ fn main() {
         } => bench::run(&file, reps, &tool, then_all, json),
     };
     exit_on_error(res);
+}
+
+/// Bucket access for this process: signed or anonymous requests, and a download bar on a
+/// terminal.
+fn buckets(anonymous: bool) {
+    #[cfg(feature = "cloud")]
+    {
+        use std::io::{IsTerminal, Write};
+        xlens_store::set_anonymous(anonymous);
+        if std::io::stderr().is_terminal() {
+            let last = std::sync::Mutex::new((String::new(), u64::MAX));
+            xlens_store::set_progress(move |p| {
+                let pct = (p.done * 100).checked_div(p.total).unwrap_or(100);
+                let Ok(mut l) = last.lock() else { return };
+                if l.0 == p.url && l.1 == pct {
+                    return;
+                }
+                *l = (p.url.to_string(), pct);
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\rxlens: fetching {} {pct:>3}% ({:.1} of {:.1} MB)",
+                    p.url,
+                    p.done as f64 / 1e6,
+                    p.total as f64 / 1e6
+                );
+                if p.done >= p.total {
+                    let _ = writeln!(err);
+                }
+                let _ = err.flush();
+            });
+        }
+    }
+    #[cfg(not(feature = "cloud"))]
+    let _ = anonymous;
 }
 
 fn exit_on_error(res: Result<()>) {

@@ -41,7 +41,13 @@ pub struct AppState {
     /// Shown in the page header (e.g. "bundled demo").
     pub label: String,
     pub cache: ProfileCache,
+    /// A bucket's last listing and when it was made: listing a bucket costs round trips, so
+    /// requests within [`BUCKET_LISTING_TTL`] share one (new sessions still show up after it).
+    listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
 }
+
+/// How long a bucket listing is reused.
+const BUCKET_LISTING_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl AppState {
     pub fn new(logdir: PathBuf, label: impl Into<String>) -> Shared {
@@ -49,6 +55,7 @@ impl AppState {
             logdir,
             label: label.into(),
             cache: ProfileCache::default(),
+            listing: Default::default(),
         })
     }
 }
@@ -97,11 +104,30 @@ fn error_json(status: StatusCode, msg: impl Into<String>) -> Response {
 }
 
 /// Discovers sessions off the async runtime (the walk touches the disk).
+/// A bucket's listing is reused for a few seconds (see [`AppState::listing`]); a local folder is
+/// walked every time.
 async fn discover(state: &Shared) -> Result<Vec<Session>, String> {
+    let remote = xlens_store::bucket_url(&state.logdir).is_some();
+    if remote {
+        if let Ok(g) = state.listing.lock() {
+            if let Some((at, sessions)) = g.as_ref() {
+                if at.elapsed() < BUCKET_LISTING_TTL {
+                    return Ok(sessions.clone());
+                }
+            }
+        }
+    }
     let dir = state.logdir.clone();
-    tokio::task::spawn_blocking(move || xlens_store::discover(&dir).map_err(|e| e.to_string()))
-        .await
-        .map_err(|e| format!("internal error while listing runs: {e}"))?
+    let sessions =
+        tokio::task::spawn_blocking(move || xlens_store::discover(&dir).map_err(|e| e.to_string()))
+            .await
+            .map_err(|e| format!("internal error while listing runs: {e}"))??;
+    if remote {
+        if let Ok(mut g) = state.listing.lock() {
+            *g = Some((std::time::Instant::now(), sessions.clone()));
+        }
+    }
+    Ok(sessions)
 }
 
 async fn api_runs(State(state): State<Shared>) -> Response {

