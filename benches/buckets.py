@@ -6,8 +6,9 @@ Starts the emulator (tests/buckets/emulator.py: moto, fake-gcs-server or Azurite
 PROFILE uploaded as run/plugins/profile/bench/<name>, then measures, side by side in one run:
 
 - local: `xlens tool overview_page PROFILE --json` (warm page cache: the file was just read);
-- raw: the emulator's download throughput, as its own client fetches the object (boto3's
-  parallel ranged download for S3; one GET for GCS and Azure), best of --reps;
+- raw: the emulator's download throughput, as its own client fetches the object with parallel
+  ranged GETs (boto3 for S3, 8 x 8 MiB ranges over the JSON API for GCS, azure-storage-blob with
+  8 connections for Azure), best of --reps;
 - cold: the same command over the bucket URL with an empty cache (parallel ranged GETs into the
   cache, then the overview);
 - warm: again, with the cache filled.
