@@ -1,6 +1,10 @@
 """Time to the first overview of a profile in a bucket, against the same file on local disk.
 
     python benches/buckets.py PROFILE [--kind s3|gcs|azure] [--xlens target/release/xlens] [--reps 3]
+    python benches/buckets.py --listing 2000 [--hosts 2] [--kind ...]
+
+The second form times discovery alone: a bucket holding N sessions of `--hosts` small host files
+each under plugins/profile/, listed by `xlens runs URL --json` (which reads no profile).
 
 Starts the emulator (tests/buckets/emulator.py: moto, fake-gcs-server or Azurite on loopback) with
 PROFILE uploaded as run/plugins/profile/bench/<name>, then measures, side by side in one run:
@@ -42,11 +46,15 @@ def timed(cmd, env):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("profile")
+    ap.add_argument("profile", nargs="?")
+    ap.add_argument("--listing", type=int, default=0)
+    ap.add_argument("--hosts", type=int, default=2)
     ap.add_argument("--kind", default="gcs", choices=["s3", "gcs", "azure"])
     ap.add_argument("--xlens", default=os.path.join(ROOT, "target/release/xlens"))
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
+    if a.listing:
+        return listing(a)
     size = os.path.getsize(a.profile)
     name = os.path.basename(a.profile)
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,6 +122,46 @@ def main():
         f"(target <= 1.3)"
     )
     print(json.dumps(res))
+
+
+def listing(a):
+    with tempfile.TemporaryDirectory() as tmp:
+        up = os.path.join(tmp, "up", "plugins", "profile")
+        for i in range(a.listing):
+            d = os.path.join(up, f"2026_01_01_00_{i // 60 % 60:02}_{i % 60:02}_{i:05}")
+            os.makedirs(d)
+            for h in range(a.hosts):
+                with open(os.path.join(d, f"host{h}.xplane.pb"), "wb") as f:
+                    f.write(b"\x0a\x00")
+        t = time.perf_counter()
+        emu = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tests/buckets/emulator.py"), a.kind,
+             os.path.join(tmp, "up")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            first = json.loads(emu.stdout.readline())
+            upload_s = time.perf_counter() - t
+            env = dict(os.environ, **first["env"], XLENS_NO_METADATA_CREDENTIALS="1",
+                       AWS_EC2_METADATA_DISABLED="true", XLENS_CACHE_DIR=os.path.join(tmp, "c"))
+            best = None
+            for _ in range(a.reps):
+                t = time.perf_counter()
+                r = subprocess.run([a.xlens, "runs", "--json", first["url"]], env=env,
+                                   capture_output=True)
+                dt = time.perf_counter() - t
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr.decode()[-2000:])
+                runs = json.loads(r.stdout)
+                best = dt if best is None else min(best, dt)
+            hosts = sum(len(s["hosts"]) for s in runs)
+        finally:
+            emu.stdin.close()
+            emu.wait(timeout=60)
+    print(f"{a.kind}: listed {len(runs)} sessions, {hosts} host files in {best:.3f} s "
+          f"(upload took {upload_s:.1f} s)")
+    print(json.dumps({"kind": a.kind, "sessions": len(runs), "hosts": hosts,
+                      "list_s": round(best, 3)}))
 
 
 if __name__ == "__main__":

@@ -90,6 +90,14 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1:8791")]
         bind: SocketAddr,
     },
+    /// List the sessions (runs) below PATH and their host files with sizes and times, without
+    /// reading any profile (a bucket is only listed).
+    Runs {
+        path: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Summarise every session and host below PATH: device, span, events, steps, top ops, errors.
     Report {
         path: PathBuf,
@@ -199,6 +207,7 @@ fn main() {
     }
     let res = match cli.cmd {
         Cmd::Serve { logdir, bind } => serve(logdir, bind),
+        Cmd::Runs { path, json } => list_runs(&path, json),
         Cmd::Report { path, json } => (|| {
             let run = open_run(&path, None, None)?;
             let out = tools::find("report")?.run_query(&run, &[])?;
@@ -352,6 +361,57 @@ fn exit_if_unread(run: &Run) {
 
 fn discover(path: &Path) -> Result<Vec<Session>> {
     Ok(xlens_store::discover(path)?)
+}
+
+/// `xlens runs`: sessions newest first, each with its hosts' files, sizes and formats.
+fn list_runs(path: &Path, json: bool) -> Result<()> {
+    use std::io::Write;
+    let sessions = discover(path)?;
+    let when = |secs: u64| {
+        let p: Vec<String> = xlens_store::session_id_at(secs)
+            .split('_')
+            .map(str::to_string)
+            .collect();
+        match p.as_slice() {
+            [y, mo, d, h, mi, se] => format!("{y}-{mo}-{d} {h}:{mi}:{se} UTC"),
+            _ => secs.to_string(),
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let r = if json {
+        serde_json::to_writer_pretty(&mut out, &sessions)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        (|| {
+            for s in &sessions {
+                let bytes: u64 = s.hosts.iter().map(|h| h.bytes).sum();
+                writeln!(
+                    out,
+                    "{}  {} host(s), {:.1} MB, modified {}  ({})",
+                    s.name,
+                    s.hosts.len(),
+                    bytes as f64 / 1e6,
+                    when(s.modified_s),
+                    s.dir.display()
+                )?;
+                for h in &s.hosts {
+                    writeln!(
+                        out,
+                        "  {:<24} {:>12} bytes  {}",
+                        h.host,
+                        h.bytes,
+                        h.path.display()
+                    )?;
+                }
+            }
+            Ok(())
+        })()
+    };
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the output"),
+    }
 }
 
 /// The sessions below `path` (only `run` when given, each narrowed to `host` when given), their

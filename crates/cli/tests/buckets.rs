@@ -269,6 +269,31 @@ fn http_get(port: u16, path: &str) -> (u16, String) {
     (status, out)
 }
 
+/// Starts `xlens serve` (with `--bind` added) and waits until it listens.
+fn serve(c: &mut Command) -> (Kill, u16) {
+    let port = free_port();
+    c.args(["--bind", &format!("127.0.0.1:{port}")])
+        .env("XLENS_LISTING_TTL_S", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let k = Kill(c.spawn().expect("serve"));
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (k, port);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("xlens serve did not listen on {port}");
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
@@ -350,37 +375,93 @@ fn same_as_disk(kind: &str) {
         "the old copy of the rewritten object is dropped from the cache"
     );
 
-    // The server over the bucket: the runs of the disk, and a tool answer.
-    let port = free_port();
+    // `xlens runs` lists the same sessions and hosts without reading a profile.
     let mut c = emu.xlens(&cache);
-    c.args(["serve", &url, "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let server = c.spawn().expect("serve");
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _server = Kill(server);
-    let mut runs = None;
-    for _ in 0..100 {
-        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            drop(s);
-            runs = Some(http_get(port, "/api/runs"));
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let (status, body) = runs.expect("the server did not listen");
+    c.args(["runs", "--json"]).arg(&dir);
+    let runs_local = run(c);
+    let mut c = emu.xlens(&cache);
+    c.args(["runs", "--json", &url]);
+    let runs_remote = run(c);
+    assert_eq!(
+        runs_remote.status.code(),
+        Some(0),
+        "{}",
+        stderr(&runs_remote)
+    );
+    let sessions = |o: &Output, root: &str| {
+        let text = String::from_utf8_lossy(&o.stdout).replace(root, "<root>");
+        let v: Value = serde_json::from_str(&text).expect("runs --json");
+        let mut names: Vec<(String, Vec<(String, u64)>)> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let hosts = s["hosts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|h| {
+                        (
+                            format!("{} {}", h["host"], h["path"]),
+                            h["bytes"].as_u64().unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                (s["name"].as_str().unwrap_or_default().to_string(), hosts)
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let listed = sessions(&runs_remote, &url);
+    assert_eq!(listed.len(), 8);
+    // The rewritten object has another size now; everything else is as on disk.
+    let differs: Vec<_> = listed
+        .iter()
+        .zip(sessions(&runs_local, &local_root))
+        .filter(|(a, b)| **a != *b)
+        .map(|(a, _)| a.0.clone())
+        .collect();
+    assert_eq!(differs, ["jax_mlp_small"]);
+
+    // The server over the bucket and over the disk: the same runs, tool answers and trace
+    // viewer queries; a session added to the bucket shows up without a restart.
+    let (_server, port) = serve(emu.xlens(&cache).args(["serve", &url]));
+    let (_local_server, local_port) = serve(emu.xlens(&cache).arg("serve").arg(&dir));
+    let (status, body) = http_get(port, "/api/runs");
     assert_eq!(status, 200, "{body}");
     for s in want["sessions"].as_array().into_iter().flatten() {
         let name = s["name"].as_str().unwrap_or_default();
         assert!(body.contains(&format!("\"{name}\"")), "{name} in {body}");
     }
     assert!(body.contains(&format!("{url}/plugins/profile/tpu_inference")));
+    let (_, page) = http_get(port, "/");
+    assert!(page.contains(&url), "the page names the bucket URL");
+    for q in [
+        "/api/trace/viewport?run=tpu_inference&width=800",
+        "/api/trace/search?run=tpu_inference&q=fusion",
+        "/api/tool/op_profile?run=tpu_inference&format=json",
+        "/api/tool/kernel_stats?run=gpu_multi_worker&format=json",
+        "/api/tool/temporal_breakdown?run=pytorch/two_ranks&format=json",
+    ] {
+        let (status, body) = http_get(port, q);
+        let (local_status, local_body) = http_get(local_port, q);
+        assert_eq!((status, local_status), (200, 200), "{q}: {body}");
+        let a: Value = serde_json::from_str(&body).expect("json");
+        let b: Value = serde_json::from_str(&local_body).expect("json");
+        // (Not assert_eq: these answers are large.)
+        assert!(a == b, "{q} over the bucket differs from the disk's");
+    }
+    let added = dir.join("plugins/profile/tpu_inference/tpu_inference_2.xplane.pb.gz");
+    emu.ask(&format!(
+        "put {} run/plugins/profile/added_later/h.xplane.pb.gz",
+        added.display()
+    ));
+    let (_, body) = http_get(port, "/api/runs");
+    assert!(
+        body.contains("\"added_later\""),
+        "new session listed: {body}"
+    );
     let (status, body) = http_get(
         port,
         "/api/tool/overview_page?run=tpu_inference&format=json",

@@ -42,12 +42,18 @@ pub struct AppState {
     pub label: String,
     pub cache: ProfileCache,
     /// A bucket's last listing and when it was made: listing a bucket costs round trips, so
-    /// requests within [`BUCKET_LISTING_TTL`] share one (new sessions still show up after it).
+    /// requests within [`listing_ttl`] share one (new sessions still show up after it).
     listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
 }
 
-/// How long a bucket listing is reused.
-const BUCKET_LISTING_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a bucket listing is reused: `XLENS_LISTING_TTL_S` seconds, else 10.
+fn listing_ttl() -> std::time::Duration {
+    let s = std::env::var("XLENS_LISTING_TTL_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    std::time::Duration::from_secs(s)
+}
 
 impl AppState {
     pub fn new(logdir: PathBuf, label: impl Into<String>) -> Shared {
@@ -111,7 +117,7 @@ async fn discover(state: &Shared) -> Result<Vec<Session>, String> {
     if remote {
         if let Ok(g) = state.listing.lock() {
             if let Some((at, sessions)) = g.as_ref() {
-                if at.elapsed() < BUCKET_LISTING_TTL {
+                if at.elapsed() < listing_ttl() {
                     return Ok(sessions.clone());
                 }
             }
