@@ -278,9 +278,12 @@ fn buckets(anonymous: bool) {
     {
         use std::io::{IsTerminal, Write};
         xlens_store::set_anonymous(anonymous);
-        if std::io::stderr().is_terminal() {
-            let last = std::sync::Mutex::new((String::new(), u64::MAX));
-            xlens_store::set_progress(move |p| {
+        let tty = std::io::stderr().is_terminal();
+        let last = std::sync::Mutex::new((String::new(), u64::MAX));
+        xlens_store::set_progress(move |p| {
+            // For a served page waiting on the download.
+            xlens_server::record_download(p.url, p.done, p.total);
+            if tty {
                 let pct = (p.done * 100).checked_div(p.total).unwrap_or(100);
                 let Ok(mut l) = last.lock() else { return };
                 if l.0 == p.url && l.1 == pct {
@@ -299,8 +302,8 @@ fn buckets(anonymous: bool) {
                     let _ = writeln!(err);
                 }
                 let _ = err.flush();
-            });
-        }
+            }
+        });
     }
     #[cfg(not(feature = "cloud"))]
     let _ = anonymous;

@@ -437,6 +437,26 @@ fn same_as_disk(kind: &str) {
     assert!(body.contains(&format!("{url}/plugins/profile/tpu_inference")));
     let (_, page) = http_get(port, "/");
     assert!(page.contains(&url), "the page names the bucket URL");
+    // A page on a run not loaded yet answers at once with the download's progress, and is the
+    // run's page once /api/downloads says it is ready.
+    let (status, page) = http_get(port, "/?run=gpu_multi_worker&tool=report");
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"fetching\""), "{page}");
+    let mut ready = false;
+    for _ in 0..300 {
+        let (_, b) = http_get(port, "/api/downloads?run=gpu_multi_worker");
+        let v: Value = serde_json::from_str(&b).expect("downloads json");
+        assert!(v["downloads"].is_array(), "{b}");
+        if v["ready"] == Value::Bool(true) {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(ready, "the run was loaded in the background");
+    let (_, page) = http_get(port, "/?run=gpu_multi_worker&tool=report");
+    assert!(!page.contains("id=\"fetching\""));
+    assert!(page.contains("34.83.195.179_6003"), "the report of the run");
     for q in [
         "/api/trace/viewport?run=tpu_inference&width=800",
         "/api/trace/search?run=tpu_inference&q=fusion",

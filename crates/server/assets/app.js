@@ -27,3 +27,41 @@ if (form) {
 for (const sel of document.querySelectorAll('select.autosubmit')) {
   sel.addEventListener('change', () => sel.form?.submit());
 }
+
+// A run still coming from a bucket: show each file's download and reload once it is loaded.
+const fetching = document.getElementById('fetching');
+if (fetching) {
+  const q = new URLSearchParams({ run: fetching.dataset.run || '' });
+  if (fetching.dataset.host) q.set('host', fetching.dataset.host);
+  const bar = document.getElementById('fetch-progress');
+  const list = document.getElementById('fetch-files');
+  const mb = (n) => (n / 1e6).toFixed(1);
+  const poll = async () => {
+    try {
+      const r = await (await fetch(`/api/downloads?${q}`)).json();
+      if (r.ready) {
+        location.reload();
+        return;
+      }
+      let done = 0;
+      let total = 0;
+      list.replaceChildren(...r.downloads.map((d) => {
+        done += d.done;
+        total += d.total;
+        const li = document.createElement('li');
+        li.textContent = `${d.url}: ${mb(d.done)} of ${mb(d.total)} MB`;
+        return li;
+      }));
+      if (total > 0) {
+        bar.max = total;
+        bar.value = done;
+      } else {
+        bar.removeAttribute('value');
+      }
+    } catch (e) {
+      // The server is busy or restarting: try again.
+    }
+    setTimeout(poll, 250);
+  };
+  poll();
+}

@@ -48,6 +48,13 @@ impl ProfileCache {
         .clone()
     }
 
+    /// Whether `file` has been loaded (or failed to load) already.
+    pub fn is_loaded(&self, file: &HostFile) -> bool {
+        lock(&self.slots)
+            .get(&(file.path.clone(), file.bytes))
+            .is_some_and(|s| s.get().is_some())
+    }
+
     /// Computes in the background what `run`'s other tools will need (once per run), so that
     /// switching tools on an open run answers from what is already there.
     pub fn warm_in_background(run: Arc<Run>) {

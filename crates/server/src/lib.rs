@@ -74,6 +74,7 @@ pub fn router(state: Shared) -> Router {
         .route("/", get(page))
         .route("/api/runs", get(api_runs))
         .route("/api/tools", get(api_tools))
+        .route("/api/downloads", get(api_downloads))
         .route("/api/tool/{tool}", get(api_tool))
         .route("/api/trace/viewport", get(trace_api::viewport))
         .route("/api/trace/event", get(trace_api::event))
@@ -107,6 +108,75 @@ struct RunInfo {
 
 fn error_json(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, Json(serde_json::json!({ "error": msg.into() }))).into_response()
+}
+
+/// Downloads from buckets in progress: URL → (bytes done, bytes in all).
+static DOWNLOADS: std::sync::Mutex<std::collections::BTreeMap<String, (u64, u64)>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Notes a bucket download's progress (the store's progress hook calls this), for the page that
+/// waits on it.
+pub fn record_download(url: &str, done: u64, total: u64) {
+    if let Ok(mut d) = DOWNLOADS.lock() {
+        if done >= total {
+            d.remove(url);
+        } else {
+            d.insert(url.to_string(), (done, total));
+        }
+    }
+}
+
+/// The hosts of `run` (narrowed to `host`) in `sessions`, when some of them still have to be
+/// loaded from a bucket; `None` when the page can be answered at once.
+fn hosts_to_fetch(
+    state: &Shared,
+    sessions: &[Session],
+    run: Option<&str>,
+    host: Option<&str>,
+) -> Option<Vec<xlens_store::HostFile>> {
+    xlens_store::bucket_url(&state.logdir)?;
+    let session = sessions.iter().find(|s| Some(s.name.as_str()) == run)?;
+    let hosts: Vec<_> = session
+        .hosts
+        .iter()
+        .filter(|h| host.is_none_or(|w| w == h.host))
+        .cloned()
+        .collect();
+    hosts
+        .iter()
+        .any(|h| !state.cache.is_loaded(h))
+        .then_some(hosts)
+}
+
+#[derive(Deserialize)]
+struct WaitQuery {
+    run: Option<String>,
+    host: Option<String>,
+}
+
+/// What a page waiting on a bucket shows: the downloads in flight, and whether `run` (narrowed
+/// to `host`) is loaded.
+async fn api_downloads(State(state): State<Shared>, Query(q): Query<WaitQuery>) -> Response {
+    let downloads: Vec<serde_json::Value> = DOWNLOADS
+        .lock()
+        .map(|d| {
+            d.iter()
+                .map(|(url, (done, total))| {
+                    serde_json::json!({ "url": url, "done": done, "total": total })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let ready = match &q.run {
+        Some(run) => match discover(&state).await {
+            Ok(sessions) => {
+                hosts_to_fetch(&state, &sessions, Some(run), q.host.as_deref()).is_none()
+            }
+            Err(_) => true,
+        },
+        None => downloads.is_empty(),
+    };
+    Json(serde_json::json!({ "downloads": downloads, "ready": ready })).into_response()
 }
 
 /// Discovers sessions off the async runtime (the walk touches the disk).
@@ -336,7 +406,24 @@ async fn page(
         .or_else(|| sessions.first().map(|s| s.name.clone()));
     let tool = q.tool.clone().unwrap_or_else(|| "report".to_string());
     let host = q.host.clone().filter(|h| !h.is_empty());
-    let body = page_body(&state, &tool, run.clone(), host.clone(), params).await;
+    // A run whose files are still in the bucket: answer at once with a page that shows the
+    // download's progress and reloads when the run is loaded (fetched in the background here).
+    let body = match hosts_to_fetch(&state, &sessions, run.as_deref(), host.as_deref()) {
+        Some(hosts) => {
+            let st = state.clone();
+            tokio::task::spawn_blocking(move || {
+                for h in &hosts {
+                    let _ = st.cache.get(h);
+                }
+            });
+            views::ui::fetching(
+                run.as_deref().unwrap_or_default(),
+                host.as_deref(),
+                &state.logdir.display().to_string(),
+            )
+        }
+        None => page_body(&state, &tool, run.clone(), host.clone(), params).await,
+    };
     let current = sessions.iter().find(|s| Some(&s.name) == run.as_ref());
     let html = views::page::shell(
         &state.label,

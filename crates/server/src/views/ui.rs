@@ -85,6 +85,18 @@ pub fn error_box(msg: &str) -> Markup {
     html! { div class="error" role="alert" { (msg) } }
 }
 
+/// The page body while a run's files come from a bucket: `app.js` polls `/api/downloads` to show
+/// each file's progress and reloads the page once the run is loaded.
+pub fn fetching(run: &str, host: Option<&str>, source: &str) -> Markup {
+    html! {
+        div class="fetching" id="fetching" data-run=(run) data-host=[host] role="status" {
+            p { "Fetching run " b { (run) } " from " code { (source) } "…" }
+            progress id="fetch-progress" {}
+            ul id="fetch-files" {}
+        }
+    }
+}
+
 /// JSON safe to embed in a `<script type="application/json">` element.
 pub fn script_json<T: serde::Serialize>(v: &T) -> Markup {
     let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
