@@ -572,6 +572,52 @@ fn bucket_errors_name_the_url() {
         e.contains("s3://xlens/run") && e.contains("no credentials"),
         "{e}"
     );
+    // --anonymous: unsigned requests, no credentials needed (moto serves them).
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xlens"));
+    c.env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .envs(
+            emu.env
+                .iter()
+                .filter(|(k, _)| !k.contains("KEY"))
+                .map(|(k, v)| (k, v)),
+        )
+        .env("XLENS_NO_METADATA_CREDENTIALS", "1")
+        .env("XLENS_CACHE_DIR", &cache)
+        .args(["runs", "--anonymous", &emu.url]);
+    let o = run(c);
+    // The bucket is empty: listed fine (no credentials asked for), no profiles found.
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("no profiles found"), "{e}");
+    drop(emu);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The cache stays under its cap, least recently used out.
+#[test]
+fn cache_is_capped() {
+    if !available("s3") {
+        return;
+    }
+    let tmp = tmpdir("cap");
+    let dir = logdir(&tmp);
+    let cache = tmp.join("cache");
+    let emu = Emulator::start("s3", &dir);
+    let cap = 600_000u64;
+    let mut c = emu.xlens(&cache);
+    c.env("XLENS_CACHE_MAX_BYTES", cap.to_string())
+        .args(["report", "--json", &emu.url]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let sizes: Vec<u64> = std::fs::read_dir(cache.join("objects"))
+        .expect("cache")
+        .flatten()
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    assert!(!sizes.is_empty() && total <= cap, "{sizes:?}");
+    assert!(sizes.len() < 9, "older entries were evicted: {sizes:?}");
     drop(emu);
     let _ = std::fs::remove_dir_all(&tmp);
 }
