@@ -391,6 +391,8 @@ pub(crate) struct Found {
     pub(crate) other_files: usize,
     pub(crate) examples: Vec<String>,
     pub(crate) dirs: usize,
+    /// Folders walked, by canonical path: a symbolic link back up the tree is walked once.
+    pub(crate) seen: std::collections::HashSet<PathBuf>,
 }
 
 impl Found {
@@ -413,7 +415,14 @@ impl Found {
 
 pub(crate) const MAX_DEPTH: usize = 12;
 
+/// Walks `dir` and the folders below it, following symbolic links (to folders and to files)
+/// but entering each real folder once.
 fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
+    if let Ok(real) = fs::canonicalize(dir) {
+        if !found.seen.insert(real) {
+            return Ok(());
+        }
+    }
     found.dirs += 1;
     let rd = fs::read_dir(dir).map_err(|e| StoreError::Io {
         path: dir.to_path_buf(),
@@ -426,7 +435,9 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), StoreError> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Ok(ft) = entry.file_type() else { continue };
         let path = entry.path();
-        if ft.is_dir() {
+        // A link counts as what it points to (a dangling link as nothing).
+        let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
+        if is_dir {
             if !name.starts_with('.') && depth < MAX_DEPTH {
                 subdirs.push(path);
             }
@@ -765,6 +776,53 @@ mod tests {
         assert_eq!(rank_in_name("RANK7.json"), Some(7));
         assert_eq!(rank_in_name("ranking.json"), None);
         assert_eq!(rank_in_name("worker0.json"), None);
+    }
+
+    #[test]
+    fn follows_symbolic_links_once() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::symlink;
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+            let root = fs::canonicalize(root).expect("fixtures");
+            let tmp = std::env::temp_dir().join(format!("xlens-links-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&tmp);
+            let profile = tmp.join("logs/plugins/profile");
+            fs::create_dir_all(profile.join("by_file")).expect("mkdir");
+            // A session folder reached through a link, a host file through a link, a loop, and
+            // a dangling link.
+            symlink(
+                root.join("plugins/profile/jax_mlp_small"),
+                profile.join("linked_session"),
+            )
+            .expect("link");
+            symlink(
+                root.join("plugins/profile/jax_tfm_small/vm.xplane.pb.gz"),
+                profile.join("by_file/worker.xplane.pb.gz"),
+            )
+            .expect("link");
+            symlink(&tmp, profile.join("loop")).expect("link");
+            symlink(tmp.join("missing"), profile.join("dangling")).expect("link");
+            let sessions = discover(&tmp.join("logs")).expect("discover");
+            let mut names: Vec<(String, Vec<String>)> = sessions
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.clone(),
+                        s.hosts.iter().map(|h| h.host.clone()).collect(),
+                    )
+                })
+                .collect();
+            names.sort();
+            assert_eq!(
+                names,
+                [
+                    ("by_file".to_string(), vec!["worker".to_string()]),
+                    ("linked_session".to_string(), vec!["vm".to_string()]),
+                ]
+            );
+            let _ = fs::remove_dir_all(&tmp);
+        }
     }
 
     #[test]
