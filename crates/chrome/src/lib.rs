@@ -58,10 +58,10 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
     Ok(imp.finish())
 }
 
-/// serde_json's message, with what it means for a trace file.
-fn describe(e: &serde_json::Error) -> String {
+/// The parser's message, with what it means for a trace file.
+fn describe(e: &json::ParseError) -> String {
     use serde_json::error::Category;
-    match e.classify() {
+    match e.category {
         Category::Eof => format!("the JSON ends early (truncated file?): {e}"),
         Category::Syntax => format!("invalid JSON: {e}"),
         Category::Data => format!("{e}"),
@@ -203,7 +203,7 @@ impl Importer {
     }
 
     /// Encodes `cat`, `args` and derived stats into track `t`'s buffer; returns the range.
-    fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<&Args<'_>>) -> (u32, u32) {
+    fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<Args<'_, '_>>) -> (u32, u32) {
         let lo = self.tracks[t].stats.len() as u32;
         let mut out = std::mem::take(&mut self.tracks[t].stats);
         if !cat.is_empty() {
@@ -232,7 +232,7 @@ impl Importer {
         (lo, hi)
     }
 
-    fn complete(&mut self, e: &RawEvent<'_>, start: i64, dur: i64) {
+    fn complete(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>, start: i64, dur: i64) {
         let name = e.name.as_deref().unwrap_or("");
         let cat = e.cat.as_deref().unwrap_or("");
         let class = if cat == "gpu_user_annotation" {
@@ -248,15 +248,15 @@ impl Importer {
         if GPU_CATS.contains(&cat) {
             self.tracks[t].gpu = true;
         }
-        self.complete_on(t, name, cat, e.args.as_ref(), start, dur);
+        self.complete_on(t, name, cat, args, start, dur);
     }
 }
 
 impl Sink for Importer {
-    fn event(&mut self, e: RawEvent<'_>) {
+    fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
         let ph = e.ph.as_deref().unwrap_or("");
         if ph == "M" {
-            self.metadata(&e);
+            self.metadata(e, args);
             return;
         }
         let Some(ts) = e.ts.and_then(micros_to_ps).and_then(|t| self.rel(t)) else {
@@ -274,7 +274,7 @@ impl Sink for Importer {
                     self.negative_dur += 1;
                     dur = 0;
                 }
-                self.complete(&e, ts, dur);
+                self.complete(e, args, ts, dur);
             }
             "B" => {
                 let t = self.track(TrackKey {
@@ -284,7 +284,7 @@ impl Sink for Importer {
                 });
                 let name = e.name.as_deref().unwrap_or("");
                 let cat = e.cat.as_deref().unwrap_or("");
-                let stats = self.stats(t, name, cat, e.args.as_ref());
+                let stats = self.stats(t, name, cat, args);
                 let name = self.p.strings.intern(name);
                 self.tracks[t].open.push((ts, name, stats));
                 self.note_time(ts);
@@ -304,7 +304,7 @@ impl Sink for Importer {
                     Some((t, (start, name, stats))) => {
                         let mut stats = stats;
                         // Args on the `E` are the slice's too.
-                        if let Some(args) = &e.args {
+                        if let Some(args) = args {
                             let (lo, _) = stats;
                             let mut out = std::mem::take(&mut self.tracks[t].stats);
                             if lo as usize + (stats.1 - lo) as usize == out.len() {
@@ -324,7 +324,7 @@ impl Sink for Importer {
                     None => self.unmatched_end += 1,
                 }
             }
-            "i" | "I" | "R" => self.complete(&e, ts, 0),
+            "i" | "I" | "R" => self.complete(e, args, ts, 0),
             "C" => {
                 let name = e.name.as_deref().unwrap_or("counter");
                 let t = self.track(TrackKey {
@@ -332,7 +332,7 @@ impl Sink for Importer {
                     tid: Key::Str(name.to_string()),
                     class: Class::Counter,
                 });
-                let stats = self.stats(t, "", "", e.args.as_ref());
+                let stats = self.stats(t, "", "", args);
                 let name = self.p.strings.intern(name);
                 self.tracks[t].events.push(Ev {
                     start: ts,
@@ -361,13 +361,13 @@ impl Sink for Importer {
                 });
                 match ph {
                     "b" | "S" => {
-                        let stats = self.stats(t, &name, &cat, e.args.as_ref());
+                        let stats = self.stats(t, &name, &cat, args);
                         let n = self.p.strings.intern(&name);
                         self.async_open
                             .insert((pid, cat, id, name), (ts, t, n, stats));
                         self.note_time(ts);
                     }
-                    "n" => self.complete_on(t, &name, &cat, e.args.as_ref(), ts, 0),
+                    "n" => self.complete_on(t, &name, &cat, args, ts, 0),
                     _ => {
                         // An end names its begin by (category, id) and usually the name.
                         let found = self
@@ -442,7 +442,7 @@ impl Importer {
         t: usize,
         name: &str,
         cat: &str,
-        args: Option<&Args<'_>>,
+        args: Option<Args<'_, '_>>,
         start: i64,
         dur: i64,
     ) {
@@ -458,10 +458,10 @@ impl Importer {
         self.note_time(start.saturating_add(dur));
     }
 
-    fn metadata(&mut self, e: &RawEvent<'_>) {
+    fn metadata(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
         let name = e.name.as_deref().unwrap_or("");
         let arg = |k: &str| -> Option<serde_json::Value> {
-            serde_json::from_str(e.args.as_ref()?.get(k)?.get()).ok()
+            serde_json::from_str(args?.get(k)?.get()).ok()
         };
         let (pid, tid) = (Key::of(e.pid), Key::of(e.tid));
         match name {
@@ -919,8 +919,8 @@ fn raw_stat(p: &mut Profile, v: &RawValue) -> StatValue {
 
 /// Encodes an event's `args` object as stats, in the order written; with `kernel`, also
 /// `kernel_details` in XSpace's form. `correlation` adds `correlation_id`.
-fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: &Args<'_>, kernel: bool) {
-    let map = &args.0;
+fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: Args<'_, '_>, kernel: bool) {
+    let map = args.0;
     for (k, v) in map {
         let key = p.strings.intern(k);
         let sv = raw_stat(p, v);
