@@ -565,7 +565,19 @@ impl TraceIndex {
         (names, events, summaries)
     }
 
-    /// Everything to draw for `[start, end)` at `width` pixels.
+    /// A window kept within 2^60 ps (13 days) of the trace's span on either side, where no event
+    /// is: the arithmetic on times (window widths, times relative to a host) then cannot
+    /// overflow, whatever a client asks for.
+    fn clamp_window(&self, start: i64, end: i64) -> (i64, i64) {
+        const FAR: i64 = 1 << 60;
+        let (lo, hi) = (
+            self.span.0.saturating_sub(FAR),
+            self.span.1.saturating_add(FAR),
+        );
+        (start.clamp(lo, hi), end.clamp(lo, hi))
+    }
+
+    /// Everything to draw for `[start, end)` at `width` pixels (at most [`MAX_WIDTH_PX`]).
     pub fn query(&self, start: i64, end: i64, width: u32) -> Viewport {
         self.query_split(start, end, width, PARALLEL_QUERY_EVENTS)
     }
@@ -573,9 +585,13 @@ impl TraceIndex {
     /// [`TraceIndex::query`], walking the tracks on two threads when the window holds about
     /// `parallel_from` events or more (the answer is the same either way).
     fn query_split(&self, start: i64, end: i64, width: u32, parallel_from: usize) -> Viewport {
-        let width = width.clamp(1, 20_000);
-        let end = end.max(start + 1);
-        let ps_per_px = ((end - start) as f64 / width as f64).max(1e-9);
+        let (start, end) = self.clamp_window(start, end);
+        let asked_width = width;
+        let width = width.clamp(1, MAX_WIDTH_PX);
+        let end = end.max(start.saturating_add(1));
+        // In floating point: `end - start` overflows for windows wider than half the i64 range.
+        let window = end as f64 - start as f64;
+        let ps_per_px = (window / width as f64).max(1e-9);
         let min_class = class((ps_per_px / 2.0).ceil() as i64).max(1);
         // Every (track, depth), in drawing order; on large traces the two halves (by events)
         // are walked on two threads and joined in order, names renumbered as one walk would.
@@ -590,7 +606,7 @@ impl TraceIndex {
         let walk = |part: &[(usize, usize)]| self.walk(part, start, end, ps_per_px, min_class);
         // Events the window holds, about (as if spread evenly over the trace's span).
         let span = (self.span.1 - self.span.0).max(1) as f64;
-        let in_window = total as f64 * ((end - start) as f64 / span).min(1.0);
+        let in_window = total as f64 * (window / span).min(1.0);
         let (names, events, summaries) = if in_window >= parallel_from as f64 && items.len() > 1 {
             let mut acc = 0;
             let cut = items
@@ -621,6 +637,7 @@ impl TraceIndex {
             start_ps: start,
             end_ps: end,
             width_px: width,
+            width_capped_from: (asked_width != width).then_some(asked_width),
             ps_per_px,
             total_events: self.total_events,
             span_start_ps: self.span.0,
@@ -896,6 +913,7 @@ impl TraceIndex {
 
     /// The time per event name inside `[start, end)` (clipped to the range), largest first.
     pub fn range_stats(&self, start: i64, end: i64) -> RangeStats {
+        let (start, end) = self.clamp_window(start, end);
         let mut agg: std::collections::HashMap<String, (u64, i64)> = Default::default();
         let mut count = 0u64;
         for t in &self.tracks {
@@ -1300,12 +1318,18 @@ pub struct TrackInfo {
     pub events: u64,
 }
 
+/// The widest viewport drawn, in pixels (a response's size grows with its width).
+pub const MAX_WIDTH_PX: u32 = 20_000;
+
 /// What to draw for one window.
 #[derive(Debug, Clone, Serialize)]
 pub struct Viewport {
     pub start_ps: i64,
     pub end_ps: i64,
     pub width_px: u32,
+    /// The width asked for, when it was outside 1..=[`MAX_WIDTH_PX`] and `width_px` is the cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width_capped_from: Option<u32>,
     pub ps_per_px: f64,
     /// Every event of the selected hosts (nothing is dropped: each is either in `events`, inside a
     /// summary's `count`, or outside the window).
@@ -1485,6 +1509,29 @@ mod tests {
         let d = idx.details(0, v.events[1].index).unwrap();
         assert_eq!(d.name, "small");
         assert_eq!(d.dur_ps, 10);
+    }
+
+    #[test]
+    fn a_window_over_the_whole_i64_range_is_drawn_like_the_span() {
+        let n = 100_000;
+        let idx = TraceIndex::build(vec![("h".into(), Arc::new(synthetic(n)))]);
+        // `end - start` overflows i64 here; it used to give 1e-9 ps per pixel, so every event
+        // was sent one by one (a 70 MB answer on a large profile).
+        let v = idx.query(i64::MIN + 1, i64::MAX, 1000);
+        assert!(v.events.len() + v.summaries.len() <= 2 * 1000, "{}", v.events.len());
+        let drawn = v.events.len() as u64 + v.summaries.iter().map(|s| s.count).sum::<u64>();
+        assert_eq!(drawn, idx.total_events, "nothing dropped");
+        // An empty window at the very end of the range does not overflow either, nor range
+        // statistics over the whole range.
+        let v = idx.query(i64::MAX, i64::MAX, u32::MAX);
+        assert!(v.events.is_empty());
+        assert_eq!(
+            (v.width_px, v.width_capped_from),
+            (MAX_WIDTH_PX, Some(u32::MAX)),
+            "the cap is stated"
+        );
+        let all = idx.range_stats(i64::MIN, i64::MAX);
+        assert_eq!(all.events, idx.total_events);
     }
 
     #[test]
