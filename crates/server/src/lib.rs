@@ -44,6 +44,8 @@ pub struct AppState {
     /// A bucket's last listing and when it was made: listing a bucket costs round trips, so
     /// requests within [`listing_ttl`] share one (new sessions still show up after it).
     listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
+    /// The time limit of one request.
+    pub time_limit: std::time::Duration,
 }
 
 /// How long a bucket listing is reused: `XLENS_LISTING_TTL_S` seconds, else 10.
@@ -55,14 +57,56 @@ fn listing_ttl() -> std::time::Duration {
     std::time::Duration::from_secs(s)
 }
 
+/// How long one request may take before it is answered 503 (its work goes on in the
+/// background, so a retry answers from what it computed): `XLENS_REQUEST_TIMEOUT_S` seconds
+/// (fractions allowed), else 120.
+fn default_time_limit() -> std::time::Duration {
+    std::env::var("XLENS_REQUEST_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(std::time::Duration::from_secs(120), |s| {
+            std::time::Duration::from_secs_f64(s.min(1e6))
+        })
+}
+
 impl AppState {
     pub fn new(logdir: PathBuf, label: impl Into<String>) -> Shared {
+        Self::with_time_limit(logdir, label, default_time_limit())
+    }
+
+    /// [`AppState::new`] with the time limit of one request.
+    pub fn with_time_limit(
+        logdir: PathBuf,
+        label: impl Into<String>,
+        time_limit: std::time::Duration,
+    ) -> Shared {
         Arc::new(AppState {
             logdir,
             label: label.into(),
             cache: ProfileCache::default(),
             listing: Default::default(),
+            time_limit,
         })
+    }
+}
+
+/// Answers 503 when a request takes longer than the state's time limit.
+async fn time_limit(
+    State(state): State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let limit = state.time_limit;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => error_json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the request took longer than the server's limit of {:.1} s (XLENS_REQUEST_TIMEOUT_S); what it started goes on in the background, so asking again later may answer at once",
+                limit.as_secs_f64()
+            ),
+        ),
     }
 }
 
@@ -83,6 +127,10 @@ pub fn router(state: Shared) -> Router {
         .route("/api/trace/export", get(trace_api::export))
         .route("/static/{name}", get(asset))
         .merge(capture_api::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            time_limit,
+        ))
         .with_state(state)
 }
 

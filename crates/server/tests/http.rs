@@ -140,3 +140,31 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
     assert_eq!(get(&addr, "/static/app.css").0, 200);
     let _ = std::fs::remove_dir_all(&logdir);
 }
+
+/// A request over the time limit is answered 503, saying which limit; one within it is not.
+#[test]
+fn slow_requests_are_cut_at_the_time_limit() {
+    let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // 1 µs: anything that waits on the blocking pool (loading a profile) is over it; a static
+    // file, ready at once, is not.
+    let state = xlens_server::AppState::with_time_limit(
+        logdir,
+        "test",
+        std::time::Duration::from_micros(1),
+    );
+    rt.spawn(xlens_server::serve_on(listener, state));
+    let (code, body) = get(&addr, "/api/tool/overview_page?run=tpu_inference");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        json(&body)["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("XLENS_REQUEST_TIMEOUT_S")),
+        "{body}"
+    );
+    assert_eq!(get(&addr, "/static/app.css").0, 200);
+}

@@ -1033,8 +1033,16 @@ impl TraceIndex {
     /// Writes the trace (or the events overlapping `range`) as Chrome trace-event JSON, which
     /// Perfetto UI and chrome://tracing open: one process per plane, one thread per track,
     /// complete (`"ph":"X"`) events in microseconds from the session start, stats as `args`.
+    /// At most [`MAX_EXPORT_EVENTS`] events are written; past that the file says how many it
+    /// holds and how many were in the range (`xlens_export`).
     pub fn export_chrome(&self, range: Option<(i64, i64)>, out: &mut Vec<u8>) {
+        self.export_chrome_capped(range, out, MAX_EXPORT_EVENTS);
+    }
+
+    /// [`TraceIndex::export_chrome`] with at most `cap` events.
+    pub fn export_chrome_capped(&self, range: Option<(i64, i64)>, out: &mut Vec<u8>, cap: u64) {
         use std::io::Write;
+        let (mut written, mut matched) = (0u64, 0u64);
         let mut first = true;
         let mut sep = |out: &mut Vec<u8>| {
             if !first {
@@ -1089,6 +1097,11 @@ impl TraceIndex {
                         continue;
                     }
                 }
+                matched += 1;
+                if written >= cap {
+                    continue;
+                }
+                written += 1;
                 let name = plane
                     .metadata_of(line, i)
                     .map(|m| p.str(crate::base::ops::op_name(p, m)))
@@ -1119,9 +1132,20 @@ impl TraceIndex {
                 out.push(b'}');
             }
         }
-        out.extend_from_slice(b"\n]}\n");
+        out.extend_from_slice(b"\n]");
+        if matched > written {
+            let _ = write!(
+                out,
+                ",\"xlens_export\":{{\"events_written\":{written},\"events_in_range\":{matched},\"cap\":{cap},\"note\":\"capped: export a shorter range for the rest\"}}"
+            );
+        }
+        out.extend_from_slice(b"}\n");
     }
 }
+
+/// The most events one export writes (a Chrome-trace file of this many events is about a
+/// gigabyte, the size trace viewers still open).
+pub const MAX_EXPORT_EVENTS: u64 = 5_000_000;
 
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
@@ -1518,7 +1542,11 @@ mod tests {
         // `end - start` overflows i64 here; it used to give 1e-9 ps per pixel, so every event
         // was sent one by one (a 70 MB answer on a large profile).
         let v = idx.query(i64::MIN + 1, i64::MAX, 1000);
-        assert!(v.events.len() + v.summaries.len() <= 2 * 1000, "{}", v.events.len());
+        assert!(
+            v.events.len() + v.summaries.len() <= 2 * 1000,
+            "{}",
+            v.events.len()
+        );
         let drawn = v.events.len() as u64 + v.summaries.iter().map(|s| s.count).sum::<u64>();
         assert_eq!(drawn, idx.total_events, "nothing dropped");
         // An empty window at the very end of the range does not overflow either, nor range
@@ -1566,6 +1594,19 @@ mod tests {
             .filter(|e| e["ph"] == "X")
             .count();
         assert_eq!(n, 6); // the parent and the events starting at 0..400
+                          // Over the cap: the first events, and the counts stated.
+        let mut out = Vec::new();
+        idx.export_chrome_capped(None, &mut out, 10);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let xs = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .count();
+        assert_eq!(xs, 10);
+        assert_eq!(v["xlens_export"]["events_written"], 10);
+        assert_eq!(v["xlens_export"]["events_in_range"], 101);
     }
 
     #[test]
