@@ -44,8 +44,7 @@ pub struct AppState {
     /// A bucket's last listing and when it was made: listing a bucket costs round trips, so
     /// requests within [`listing_ttl`] share one (new sessions still show up after it).
     listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
-    /// The time limit of one request.
-    pub time_limit: std::time::Duration,
+    pub limits: Limits,
 }
 
 /// How long a bucket listing is reused: `XLENS_LISTING_TTL_S` seconds, else 10.
@@ -57,36 +56,50 @@ fn listing_ttl() -> std::time::Duration {
     std::time::Duration::from_secs(s)
 }
 
-/// How long one request may take before it is answered 503 (its work goes on in the
-/// background, so a retry answers from what it computed): `XLENS_REQUEST_TIMEOUT_S` seconds
-/// (fractions allowed), else 120.
-fn default_time_limit() -> std::time::Duration {
-    std::env::var("XLENS_REQUEST_TIMEOUT_S")
+/// Seconds from an environment variable (fractions allowed), when set and positive.
+fn seconds_from_env(name: &str) -> Option<std::time::Duration> {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(std::time::Duration::from_secs(120), |s| {
-            std::time::Duration::from_secs_f64(s.min(1e6))
-        })
+        .map(|s| std::time::Duration::from_secs_f64(s.min(1e6)))
+}
+
+/// What one request and one connection may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A request taking longer is answered 503 (its work goes on in the background, so a retry
+    /// answers from what it computed): `XLENS_REQUEST_TIMEOUT_S`, else 120 s.
+    pub request: std::time::Duration,
+    /// A client must send a request's headers within this (`XLENS_HEADER_READ_TIMEOUT_S`, else
+    /// 30 s), so a slow or silent client cannot hold a connection open.
+    pub header_read: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            request: seconds_from_env("XLENS_REQUEST_TIMEOUT_S")
+                .unwrap_or(std::time::Duration::from_secs(120)),
+            header_read: seconds_from_env("XLENS_HEADER_READ_TIMEOUT_S")
+                .unwrap_or(std::time::Duration::from_secs(30)),
+        }
+    }
 }
 
 impl AppState {
     pub fn new(logdir: PathBuf, label: impl Into<String>) -> Shared {
-        Self::with_time_limit(logdir, label, default_time_limit())
+        Self::with_limits(logdir, label, Limits::default())
     }
 
-    /// [`AppState::new`] with the time limit of one request.
-    pub fn with_time_limit(
-        logdir: PathBuf,
-        label: impl Into<String>,
-        time_limit: std::time::Duration,
-    ) -> Shared {
+    /// [`AppState::new`] with other limits.
+    pub fn with_limits(logdir: PathBuf, label: impl Into<String>, limits: Limits) -> Shared {
         Arc::new(AppState {
             logdir,
             label: label.into(),
             cache: ProfileCache::default(),
             listing: Default::default(),
-            time_limit,
+            limits,
         })
     }
 }
@@ -97,7 +110,7 @@ async fn time_limit(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let limit = state.time_limit;
+    let limit = state.limits.request;
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
         Err(_) => error_json(
@@ -141,8 +154,32 @@ pub async fn serve(state: Shared, bind: SocketAddr) -> std::io::Result<()> {
 }
 
 /// Serves on an already bound listener (tests bind port 0).
+///
+/// Each connection is its own task; a client must send a request's headers within
+/// [`Limits::header_read`], so a slow or silent client cannot hold a connection open forever. Accept errors (too many open files) pause the loop briefly
+/// instead of ending it.
 pub async fn serve_on(listener: tokio::net::TcpListener, state: Shared) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).await
+    let header_timeout = state.limits.header_read;
+    let app = router(state);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let _ = b
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades()
+                .await;
+        });
+    }
 }
 
 #[derive(Serialize)]

@@ -152,10 +152,13 @@ fn slow_requests_are_cut_at_the_time_limit() {
     let addr = listener.local_addr().unwrap().to_string();
     // 1 µs: anything that waits on the blocking pool (loading a profile) is over it; a static
     // file, ready at once, is not.
-    let state = xlens_server::AppState::with_time_limit(
+    let state = xlens_server::AppState::with_limits(
         logdir,
         "test",
-        std::time::Duration::from_micros(1),
+        xlens_server::Limits {
+            request: std::time::Duration::from_micros(1),
+            header_read: std::time::Duration::from_millis(300),
+        },
     );
     rt.spawn(xlens_server::serve_on(listener, state));
     let (code, body) = get(&addr, "/api/tool/overview_page?run=tpu_inference");
@@ -167,4 +170,24 @@ fn slow_requests_are_cut_at_the_time_limit() {
         "{body}"
     );
     assert_eq!(get(&addr, "/static/app.css").0, 200);
+    // A client that sends half a request and then nothing is disconnected after the header
+    // timeout (300 ms here).
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /static/app.css HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let n = s.read_to_end(&mut buf).unwrap_or(0);
+    let waited = t0.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "closed after {waited:?}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&buf[..n]).contains("200 OK"),
+        "no answer to half a request"
+    );
 }
