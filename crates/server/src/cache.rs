@@ -96,3 +96,30 @@ impl ProfileCache {
         lock(&self.runs).entry(key).or_insert(run).clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Concurrent first opens of one file wait for a single load and share its result.
+    #[test]
+    fn concurrent_first_opens_decode_once() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/logdir/plugins/profile/jax_mlp_small");
+        let sessions = xlens_store::discover(&dir).expect("fixture");
+        let file = sessions[0].hosts[0].clone();
+        let cache = ProfileCache::default();
+        let loaded: Vec<Arc<Analysis>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| cache.get(&file).expect("loads")))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        assert!(loaded.iter().all(|a| Arc::ptr_eq(a, &loaded[0])));
+        assert!(cache.is_loaded(&file));
+        assert_eq!(lock(&cache.slots).len(), 1);
+    }
+}
