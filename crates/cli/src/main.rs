@@ -89,6 +89,11 @@ enum Cmd {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8791")]
         bind: SocketAddr,
+        /// Resident memory the loaded profiles may use (e.g. 8G, 500M; 0 for no budget); least
+        /// recently used files are evicted past it and loaded again when asked for. Default:
+        /// half of this machine's memory (or XLENS_MEMORY_BUDGET).
+        #[arg(long, value_parser = parse_budget)]
+        memory_budget: Option<u64>,
     },
     /// List the sessions (runs) below PATH and their host files with sizes and times, without
     /// reading any profile (a bucket is only listed).
@@ -206,7 +211,11 @@ fn main() {
         keep_freed_memory();
     }
     let res = match cli.cmd {
-        Cmd::Serve { logdir, bind } => serve(logdir, bind),
+        Cmd::Serve {
+            logdir,
+            bind,
+            memory_budget,
+        } => serve(logdir, bind, memory_budget),
         Cmd::Runs { path, json } => list_runs(&path, json),
         Cmd::Report { path, json } => (|| {
             let run = open_run(&path, None, None)?;
@@ -479,7 +488,12 @@ fn write_stdout(text: &str) -> Result<()> {
     }
 }
 
-fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {
+fn parse_budget(s: &str) -> Result<u64, String> {
+    xlens_server::parse_size(s)
+        .ok_or_else(|| format!("`{s}` is not a size; use e.g. 8G, 500M, 0 for no budget"))
+}
+
+fn serve(logdir: Option<PathBuf>, bind: SocketAddr, memory_budget: Option<u64>) -> Result<()> {
     let (logdir, label) = match logdir {
         Some(d) => {
             // Fail early with the store's explanation when nothing is there.
@@ -503,7 +517,17 @@ fn serve(logdir: Option<PathBuf>, bind: SocketAddr) -> Result<()> {
     // The CPU's peak FLOP rate and bandwidth (for CPU profiles' roofline tools) are measured once
     // per process: here, before any request or background warm-up competes for the cores.
     xlens_analysis::base::peaks::measure_host();
-    let state = xlens_server::AppState::new(logdir, label);
+    let mut limits = xlens_server::Limits::default();
+    if let Some(b) = memory_budget {
+        limits.memory_budget = b;
+    }
+    if limits.memory_budget > 0 {
+        eprintln!(
+            "xlens: memory budget {:.1} GB (least recently used profiles are evicted past it; --memory-budget to change)",
+            limits.memory_budget as f64 / 1e9
+        );
+    }
+    let state = xlens_server::AppState::with_limits(logdir, label, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

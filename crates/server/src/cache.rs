@@ -10,13 +10,69 @@ use xlens_analysis::base::context::{Analysis, Run};
 use xlens_store::{HostFile, Session};
 
 type Slot = Arc<OnceLock<Result<Arc<Analysis>, String>>>;
+type SlotKey = (PathBuf, u64);
+/// A run, and the files it was built on.
+type RunEntry = (Arc<Run>, Vec<SlotKey>);
 
 /// Caches the result of loading each host file (its analysis, or the error to show), keyed by
 /// path and size so a rewritten file is loaded again, and the runs built from them.
+///
+/// Under a memory budget (bytes of resident memory, 0 for none), each new load is followed by
+/// evictions of the least recently used host files (and the runs built on them) while the
+/// process's resident memory is over the budget; the file just loaded is never evicted, so a run
+/// larger than the budget is still served, alone (with a warning). An evicted file is loaded
+/// again when asked for.
 #[derive(Default)]
 pub struct ProfileCache {
-    slots: Mutex<HashMap<(PathBuf, u64), Slot>>,
-    runs: Mutex<HashMap<String, Arc<Run>>>,
+    slots: Mutex<HashMap<SlotKey, Slot>>,
+    runs: Mutex<HashMap<String, RunEntry>>,
+    /// Last use of each slot, in ticks of `clock`.
+    used: Mutex<HashMap<SlotKey, u64>>,
+    clock: std::sync::atomic::AtomicU64,
+    budget: u64,
+    loads: std::sync::atomic::AtomicU64,
+    evictions: std::sync::atomic::AtomicU64,
+    over_budget_warned: std::sync::atomic::AtomicBool,
+}
+
+/// What `/api/status` reports of the cache.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CacheStatus {
+    pub resident_bytes: u64,
+    pub budget_bytes: u64,
+    pub loaded_files: usize,
+    pub cached_runs: usize,
+    pub loads: u64,
+    pub evictions: u64,
+}
+
+/// Returns the allocator's free pages to the OS, so that resident memory shows what an eviction
+/// freed (glibc keeps freed small blocks otherwise).
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory the allocator holds free.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The process's resident memory in bytes (0 where it cannot be read).
+pub fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// This machine's memory in bytes (0 where it cannot be read).
+pub fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -27,11 +83,103 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ProfileCache {
+    /// A cache that keeps the process's resident memory within `budget` bytes (0: no budget).
+    pub fn with_budget(budget: u64) -> ProfileCache {
+        ProfileCache {
+            budget,
+            ..Default::default()
+        }
+    }
+
+    /// Memory, budget, and what was loaded and evicted.
+    pub fn status(&self) -> CacheStatus {
+        use std::sync::atomic::Ordering::Relaxed;
+        CacheStatus {
+            resident_bytes: resident_bytes(),
+            budget_bytes: self.budget,
+            loaded_files: lock(&self.slots)
+                .values()
+                .filter(|s| s.get().is_some())
+                .count(),
+            cached_runs: lock(&self.runs).len(),
+            loads: self.loads.load(Relaxed),
+            evictions: self.evictions.load(Relaxed),
+        }
+    }
+
+    fn touch(&self, key: &SlotKey) {
+        let t = self
+            .clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.used).insert(key.clone(), t);
+    }
+
     /// The analysis of `file`, loading it on first use. Concurrent callers wait for one load.
     pub fn get(&self, file: &HostFile) -> Result<Arc<Analysis>, String> {
         let key = (file.path.clone(), file.bytes);
-        let slot = lock(&self.slots).entry(key).or_default().clone();
-        slot.get_or_init(|| {
+        self.touch(&key);
+        let slot = lock(&self.slots).entry(key.clone()).or_default().clone();
+        let mut loaded_now = false;
+        let r = slot
+            .get_or_init(|| {
+                loaded_now = true;
+                self.load(file)
+            })
+            .clone();
+        if loaded_now {
+            self.loads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.enforce_budget(std::slice::from_ref(&key));
+        }
+        r
+    }
+
+    /// Evicts least recently used files (and their runs) while resident memory is over the
+    /// budget, never those in `keep`. Stops when an eviction frees nothing at once (the file is
+    /// still in use by a request; its memory goes when that request ends).
+    fn enforce_budget(&self, keep: &[SlotKey]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.budget == 0 {
+            return;
+        }
+        loop {
+            let before = resident_bytes();
+            if before <= self.budget {
+                return;
+            }
+            let victim = {
+                let slots = lock(&self.slots);
+                let used = lock(&self.used);
+                slots
+                    .iter()
+                    .filter(|(k, s)| !keep.contains(k) && s.get().is_some())
+                    .min_by_key(|(k, _)| used.get(*k).copied().unwrap_or(0))
+                    .map(|(k, _)| k.clone())
+            };
+            let Some(victim) = victim else {
+                if !self.over_budget_warned.swap(true, Relaxed) {
+                    eprintln!(
+                        "xlens: {} alone needs more memory ({:.0} MB resident) than the budget ({:.0} MB); served anyway",
+                        keep.first().map(|k| k.0.display().to_string()).unwrap_or_default(),
+                        before as f64 / 1e6,
+                        self.budget as f64 / 1e6
+                    );
+                }
+                return;
+            };
+            lock(&self.runs).retain(|_, (_, keys)| !keys.contains(&victim));
+            lock(&self.slots).remove(&victim);
+            lock(&self.used).remove(&victim);
+            self.evictions.fetch_add(1, Relaxed);
+            give_back_freed_memory();
+            if resident_bytes() >= before {
+                return;
+            }
+        }
+    }
+
+    fn load(&self, file: &HostFile) -> Result<Arc<Analysis>, String> {
+        {
             let path = file.path.clone();
             // A bug in an importer must not take the server down: report it as this file's error.
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -44,8 +192,7 @@ impl ProfileCache {
                     path.display()
                 )),
             }
-        })
-        .clone()
+        }
     }
 
     /// Whether `file` has been loaded (or failed to load) already.
@@ -89,11 +236,18 @@ impl ProfileCache {
             }
             key.push('\u{1}');
         }
-        if let Some(r) = lock(&self.runs).get(&key) {
+        let keys: Vec<SlotKey> = sessions
+            .iter()
+            .flat_map(|s| s.hosts.iter().map(|h| (h.path.clone(), h.bytes)))
+            .collect();
+        if let Some((r, _)) = lock(&self.runs).get(&key) {
+            keys.iter().for_each(|k| self.touch(k));
             return r.clone();
         }
         let run = Arc::new(Run::new(sessions, |h| self.get(h)));
-        lock(&self.runs).entry(key).or_insert(run).clone()
+        // Its files were loaded one by one; now that they are all needed together, the others go.
+        self.enforce_budget(&keys);
+        lock(&self.runs).entry(key).or_insert((run, keys)).0.clone()
     }
 }
 

@@ -15,7 +15,7 @@
 //! Each host file is decoded once, on first use, and shared by all tools. A file that fails to
 //! load keeps its error in the cache and shows it; other runs keep working.
 
-mod cache;
+pub mod cache;
 mod capture_api;
 mod trace_api;
 mod views;
@@ -74,6 +74,27 @@ pub struct Limits {
     /// A client must send a request's headers within this (`XLENS_HEADER_READ_TIMEOUT_S`, else
     /// 30 s), so a slow or silent client cannot hold a connection open.
     pub header_read: std::time::Duration,
+    /// Resident memory the loaded profiles may bring the process to, in bytes (0: no budget):
+    /// least recently used files are evicted past it ([`cache::ProfileCache`]). Default: half
+    /// of this machine's memory.
+    pub memory_budget: u64,
+}
+
+/// Bytes from `4G`, `512M`, `1.5GiB`, `300MB`, `1024` (K, M, G, T: powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let cut = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(cut);
+    let n: f64 = num.trim().parse().ok()?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1u64,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    (n.is_finite() && n >= 0.0).then_some((n * scale as f64) as u64)
 }
 
 impl Default for Limits {
@@ -83,6 +104,10 @@ impl Default for Limits {
                 .unwrap_or(std::time::Duration::from_secs(120)),
             header_read: seconds_from_env("XLENS_HEADER_READ_TIMEOUT_S")
                 .unwrap_or(std::time::Duration::from_secs(30)),
+            memory_budget: std::env::var("XLENS_MEMORY_BUDGET")
+                .ok()
+                .and_then(|v| parse_size(&v))
+                .unwrap_or(cache::physical_memory() / 2),
         }
     }
 }
@@ -97,7 +122,7 @@ impl AppState {
         Arc::new(AppState {
             logdir,
             label: label.into(),
-            cache: ProfileCache::default(),
+            cache: ProfileCache::with_budget(limits.memory_budget),
             listing: Default::default(),
             limits,
         })
@@ -132,6 +157,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/runs", get(api_runs))
         .route("/api/tools", get(api_tools))
         .route("/api/downloads", get(api_downloads))
+        .route("/api/status", get(api_status))
         .route("/api/tool/{tool}", get(api_tool))
         .route("/api/trace/viewport", get(trace_api::viewport))
         .route("/api/trace/event", get(trace_api::event))
@@ -193,6 +219,11 @@ struct RunInfo {
 
 fn error_json(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, Json(serde_json::json!({ "error": msg.into() }))).into_response()
+}
+
+/// Memory in use and budget, files loaded and evicted.
+async fn api_status(State(state): State<Shared>) -> Response {
+    Json(state.cache.status()).into_response()
 }
 
 /// Downloads from buckets in progress: URL → (bytes done, bytes in all).

@@ -158,6 +158,7 @@ fn slow_requests_are_cut_at_the_time_limit() {
         xlens_server::Limits {
             request: std::time::Duration::from_micros(1),
             header_read: std::time::Duration::from_millis(300),
+            memory_budget: 0,
         },
     );
     rt.spawn(xlens_server::serve_on(listener, state));
