@@ -240,9 +240,12 @@ impl ProfileCache {
             .iter()
             .flat_map(|s| s.hosts.iter().map(|h| (h.path.clone(), h.bytes)))
             .collect();
-        if let Some((r, _)) = lock(&self.runs).get(&key) {
+        let cached = lock(&self.runs).get(&key).map(|(r, _)| r.clone());
+        if let Some(r) = cached {
             keys.iter().for_each(|k| self.touch(k));
-            return r.clone();
+            // What the run derived since (trace index, warm-up) counts too: checked on every use.
+            self.enforce_budget(&keys);
+            return r;
         }
         let run = Arc::new(Run::new(sessions, |h| self.get(h)));
         // Its files were loaded one by one; now that they are all needed together, the others go.
