@@ -183,7 +183,12 @@ pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
     };
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
-    let is_trace = t.starts_with('[') || (t.starts_with('{') && text.contains("\"traceEvents\""));
+    // A bare array of events starts with an object (or is empty); other JSON arrays (lists of
+    // names, say) are not traces.
+    let bare_array = t
+        .strip_prefix('[')
+        .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('{') | Some(']')));
+    let is_trace = bare_array || (t.starts_with('{') && text.contains("\"traceEvents\""));
     let rank = text.find("\"distributedInfo\"").and_then(|at| {
         let rest = &text[at..];
         let end = rest.find('}').unwrap_or(rest.len());
@@ -764,6 +769,15 @@ mod tests {
         );
         assert_eq!(classify(".xplane.pb"), None);
         assert_eq!(classify("notes.txt"), None);
+    }
+
+    #[test]
+    fn json_that_is_not_a_trace_is_not_a_profile() {
+        assert!(sniff_head(br#"[{"ph": "X", "ts": 1}]"#).0);
+        assert!(sniff_head(b" [ ]").0);
+        assert!(sniff_head(br#"{"traceEvents": []}"#).0);
+        assert!(!sniff_head(br#"["tpu-training", "tpu-inference"]"#).0);
+        assert!(!sniff_head(br#"{"runs": [1, 2]}"#).0);
     }
 
     #[test]
