@@ -97,14 +97,24 @@ impl ProfileCache {
         CacheStatus {
             resident_bytes: resident_bytes(),
             budget_bytes: self.budget,
-            loaded_files: lock(&self.slots)
-                .values()
-                .filter(|s| s.get().is_some())
-                .count(),
+            loaded_files: self.held_keys().len(),
             cached_runs: lock(&self.runs).len(),
             loads: self.loads.load(Relaxed),
             evictions: self.evictions.load(Relaxed),
         }
+    }
+
+    /// Files whose analyses the cache holds: loaded slots and the files of cached runs.
+    fn held_keys(&self) -> std::collections::HashSet<SlotKey> {
+        let mut held: std::collections::HashSet<SlotKey> = lock(&self.slots)
+            .iter()
+            .filter(|(_, s)| s.get().is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (_, keys) in lock(&self.runs).values() {
+            held.extend(keys.iter().cloned());
+        }
+        held
     }
 
     fn touch(&self, key: &SlotKey) {
@@ -147,14 +157,14 @@ impl ProfileCache {
             if before <= self.budget {
                 return;
             }
+            // The least recently used file that is loaded or held by a cached run (a run built
+            // while its files were being evicted holds them without a slot).
             let victim = {
-                let slots = lock(&self.slots);
+                let held = self.held_keys();
                 let used = lock(&self.used);
-                slots
-                    .iter()
-                    .filter(|(k, s)| !keep.contains(k) && s.get().is_some())
-                    .min_by_key(|(k, _)| used.get(*k).copied().unwrap_or(0))
-                    .map(|(k, _)| k.clone())
+                held.into_iter()
+                    .filter(|k| !keep.contains(k))
+                    .min_by_key(|k| used.get(k).copied().unwrap_or(0))
             };
             let Some(victim) = victim else {
                 if !self.over_budget_warned.swap(true, Relaxed) {
@@ -248,9 +258,16 @@ impl ProfileCache {
             return r;
         }
         let run = Arc::new(Run::new(sessions, |h| self.get(h)));
-        // Its files were loaded one by one; now that they are all needed together, the others go.
+        let run = lock(&self.runs)
+            .entry(key)
+            .or_insert((run, keys.clone()))
+            .0
+            .clone();
+        // Its files were loaded one by one (and may have been evicted meanwhile by another
+        // request): now the run holds them, recently used; the others go if over the budget.
+        keys.iter().for_each(|k| self.touch(k));
         self.enforce_budget(&keys);
-        lock(&self.runs).entry(key).or_insert((run, keys)).0.clone()
+        run
     }
 }
 
