@@ -104,6 +104,26 @@ impl ProfileCache {
         }
     }
 
+    /// Whether a request (or a background warm-up) holds `key`'s analysis now: evicting it then
+    /// would free nothing, and the next request would load a second copy beside it.
+    fn in_use(&self, key: &SlotKey) -> bool {
+        let mut held_by_runs = 0;
+        for (run, keys) in lock(&self.runs).values() {
+            if keys.contains(key) {
+                if Arc::strong_count(run) > 1 {
+                    return true;
+                }
+                held_by_runs += 1;
+            }
+        }
+        let slots = lock(&self.slots);
+        match slots.get(key).and_then(|s| s.get()) {
+            // The slot's own reference, and one per cached run built on it.
+            Some(Ok(a)) => Arc::strong_count(a) > 1 + held_by_runs,
+            _ => false,
+        }
+    }
+
     /// Files whose analyses the cache holds: loaded slots and the files of cached runs.
     fn held_keys(&self) -> std::collections::HashSet<SlotKey> {
         let mut held: std::collections::HashSet<SlotKey> = lock(&self.slots)
@@ -145,8 +165,8 @@ impl ProfileCache {
     }
 
     /// Evicts least recently used files (and their runs) while resident memory is over the
-    /// budget, never those in `keep`. Stops when an eviction frees nothing at once (the file is
-    /// still in use by a request; its memory goes when that request ends).
+    /// budget, never those in `keep` nor any a request is using (so no file is ever in memory
+    /// twice). Stops when an eviction frees nothing at once.
     fn enforce_budget(&self, keep: &[SlotKey]) {
         use std::sync::atomic::Ordering::Relaxed;
         if self.budget == 0 {
@@ -163,7 +183,7 @@ impl ProfileCache {
                 let held = self.held_keys();
                 let used = lock(&self.used);
                 held.into_iter()
-                    .filter(|k| !keep.contains(k))
+                    .filter(|k| !keep.contains(k) && !self.in_use(k))
                     .min_by_key(|k| used.get(k).copied().unwrap_or(0))
             };
             let Some(victim) = victim else {
