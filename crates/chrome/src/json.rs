@@ -253,7 +253,11 @@ pub(crate) fn parse(bytes: &[u8], sink: &mut dyn Sink) -> Result<(), ParseError>
             ));
         }
     };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // `XLENS_JSON_THREADS=1` keeps it to one thread (to compare, or on a busy machine).
+    let cores = match std::env::var("XLENS_JSON_THREADS").ok().and_then(|v| v.parse().ok()) {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let split = (text.len() >= PARALLEL_MIN && cores > 1)
         .then(|| find_split(text, text.len() / 100 * FIRST_SHARE))
         .flatten();
