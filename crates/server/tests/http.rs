@@ -144,24 +144,13 @@ fn serves_runs_tools_and_pages_and_survives_a_corrupt_run() {
 /// A request over the time limit is answered 503, saying which limit; one within it is not.
 #[test]
 fn slow_requests_are_cut_at_the_time_limit() {
-    let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
     // 1 µs: anything that waits on the blocking pool (loading a profile) is over it; a static
     // file, ready at once, is not.
-    let state = xlens_server::AppState::with_limits(
-        logdir,
-        "test",
-        xlens_server::Limits {
-            request: std::time::Duration::from_micros(1),
-            header_read: std::time::Duration::from_millis(300),
-            memory_budget: 0,
-        },
-    );
-    rt.spawn(xlens_server::serve_on(listener, state));
+    let (_rt, addr) = common::serve_fixtures_with(xlens_server::Limits {
+        request: std::time::Duration::from_micros(1),
+        header_read: std::time::Duration::from_millis(300),
+        memory_budget: 0,
+    });
     let (code, body) = get(&addr, "/api/tool/overview_page?run=tpu_inference");
     assert_eq!(code, 503, "{body}");
     assert!(

@@ -2,31 +2,21 @@
 //! run opened in turn (twice) answers the same both times, files are evicted and loaded again,
 //! and resident memory stays within the budget plus a stated slack.
 
-use std::path::Path;
-
 mod common;
 use common::{get, json};
 
 #[test]
 fn runs_are_evicted_and_reloaded_within_the_budget() {
-    let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
     let baseline = xlens_server::cache::resident_bytes();
     assert!(baseline > 0, "resident memory is readable here");
-    // Room for a few fixture runs (all six take about 60 MB resident with its trace index) above what
-    // the process holds now, not for all of them; the slack is one large run over the budget.
+    // Room for a few fixture runs (all six take about 60 MB resident with their trace indexes)
+    // above what the process holds now, not for all of them; the slack is one large run over.
     let budget = baseline + (40 << 20);
     let slack = 40 << 20;
-    let limits = xlens_server::Limits {
+    let (_rt, addr) = common::serve_fixtures_with(xlens_server::Limits {
         memory_budget: budget,
         ..Default::default()
-    };
-    let state = xlens_server::AppState::with_limits(logdir, "test", limits);
-    rt.spawn(xlens_server::serve_on(listener, state));
+    });
 
     let (_, runs) = get(&addr, "/api/runs");
     let names: Vec<String> = json(&runs)

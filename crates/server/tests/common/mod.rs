@@ -45,3 +45,16 @@ pub fn serve_fixtures() -> (tokio::runtime::Runtime, String) {
     rt.spawn(xlens_server::serve_on(listener, state));
     (rt, addr)
 }
+
+/// A server over the committed fixtures with these limits.
+pub fn serve_fixtures_with(limits: xlens_server::Limits) -> (tokio::runtime::Runtime, String) {
+    let logdir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let state = xlens_server::AppState::with_limits(logdir, "test", limits);
+    rt.spawn(xlens_server::serve_on(listener, state));
+    (rt, addr)
+}
