@@ -254,7 +254,10 @@ pub(crate) fn parse(bytes: &[u8], sink: &mut dyn Sink) -> Result<(), ParseError>
         }
     };
     // `XLENS_JSON_THREADS=1` keeps it to one thread (to compare, or on a busy machine).
-    let cores = match std::env::var("XLENS_JSON_THREADS").ok().and_then(|v| v.parse().ok()) {
+    let cores = match std::env::var("XLENS_JSON_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };

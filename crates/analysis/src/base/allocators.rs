@@ -499,17 +499,18 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
         if e.act.step_id != peak_step {
             continue;
         }
+        // Saturating: the figures come from the file as written (any i64).
         if e.allocation {
             live.insert(e.act.address, i);
-            unmapped_alloc -= e.act.allocation_bytes;
+            unmapped_alloc = unmapped_alloc.saturating_sub(e.act.allocation_bytes);
         } else {
             if live.remove(&e.act.address).is_none() {
-                unmapped_dealloc += e.act.allocation_bytes;
+                unmapped_dealloc = unmapped_dealloc.saturating_add(e.act.allocation_bytes);
             }
-            unmapped_alloc += e.act.allocation_bytes;
+            unmapped_alloc = unmapped_alloc.saturating_add(e.act.allocation_bytes);
         }
     }
-    unmapped_alloc -= unmapped_dealloc;
+    unmapped_alloc = unmapped_alloc.saturating_sub(unmapped_dealloc);
     let mut rows: Vec<LiveAllocation> = live
         .values()
         .map(|&i| LiveAllocation {
@@ -571,7 +572,7 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
                 .allocation_bytes
                 .saturating_mul(r.occurrences as i64)
         })
-        .sum();
+        .fold(0i64, i64::saturating_add);
     merged.truncate(MAX_ACTIVE_ROWS);
 
     let (mut max_frag, mut max_frag_t) = (0.0f64, 0i64);

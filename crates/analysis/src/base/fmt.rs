@@ -12,13 +12,13 @@ pub fn csv_field(s: &str) -> String {
 /// Formats picoseconds for people: `12.3 ms`, `450 µs`, `3.20 s`.
 pub fn fmt_ps(ps: i64) -> String {
     let v = ps as f64;
-    let (div, unit) = if ps.abs() >= 1_000_000_000_000 {
+    let (div, unit) = if ps.unsigned_abs() >= 1_000_000_000_000 {
         (1e12, "s")
-    } else if ps.abs() >= 1_000_000_000 {
+    } else if ps.unsigned_abs() >= 1_000_000_000 {
         (1e9, "ms")
-    } else if ps.abs() >= 1_000_000 {
+    } else if ps.unsigned_abs() >= 1_000_000 {
         (1e6, "µs")
-    } else if ps.abs() >= 1_000 {
+    } else if ps.unsigned_abs() >= 1_000 {
         (1e3, "ns")
     } else {
         (1.0, "ps")

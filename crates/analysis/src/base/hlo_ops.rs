@@ -327,7 +327,7 @@ pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
     let facts = meta_facts(p);
     let device_totals = device_total_times(p);
     let mut costs: HashMap<usize, HashMap<i64, Cost>> = HashMap::new();
-    let total_time_ps = db.total_self_time_ps + db.idle_ps;
+    let total_time_ps = db.total_self_time_ps.saturating_add(db.idle_ps);
     let mut ops: Vec<OpRow> = Vec::with_capacity(db.ops.len());
     for o in &db.ops {
         ops.push(op_row(
@@ -388,7 +388,8 @@ fn device_total_times(p: &Profile) -> HashMap<(Option<u64>, String), i64> {
                     ),
                     None => (None, String::new()),
                 });
-            *out.entry(key.clone()).or_default() += d;
+            let total = out.entry(key.clone()).or_default();
+            *total = total.saturating_add(d);
         }
     }
     out

@@ -409,8 +409,8 @@ fn partial_metrics(
             };
             let (m, devs) = &mut agg[slot as usize];
             m.occurrences += 1;
-            m.total_time_ps += dur;
-            m.self_time_ps += self_time;
+            m.total_time_ps = m.total_time_ps.saturating_add(dur);
+            m.self_time_ps = m.self_time_ps.saturating_add(self_time);
             m.min_time_ps = m.min_time_ps.min(dur);
             m.flops += vals[F_FLOPS].and_then(|v| v.as_f64()).unwrap_or(0.0);
             m.bytes_accessed += vals[F_BYTES].and_then(|v| v.as_f64()).unwrap_or(0.0);
@@ -419,10 +419,11 @@ fn partial_metrics(
             }
             let d = &mut devices[dev_idx];
             d.ops += 1;
-            d.busy_ps += self_time;
+            d.busy_ps = d.busy_ps.saturating_add(self_time);
         }
         if first <= last {
-            devices[dev_idx].span_ps += last - first;
+            let span = &mut devices[dev_idx].span_ps;
+            *span = span.saturating_add(last.saturating_sub(first));
         }
     }
     let mut keys: Vec<(Key, u32)> = index.into_iter().collect();
@@ -553,8 +554,8 @@ fn merge_partials(source: Option<OpSource>, parts: Vec<Partial>) -> OpMetricsDb 
                 Some(&i) => {
                     let (t, tdevs) = &mut agg[i];
                     t.occurrences += m.occurrences;
-                    t.total_time_ps += m.total_time_ps;
-                    t.self_time_ps += m.self_time_ps;
+                    t.total_time_ps = t.total_time_ps.saturating_add(m.total_time_ps);
+                    t.self_time_ps = t.self_time_ps.saturating_add(m.self_time_ps);
                     t.min_time_ps = t.min_time_ps.min(m.min_time_ps);
                     t.flops += m.flops;
                     t.bytes_accessed += m.bytes_accessed;
@@ -574,15 +575,15 @@ fn merge_partials(source: Option<OpSource>, parts: Vec<Partial>) -> OpMetricsDb 
             match devices.iter_mut().find(|x| x.name == d.name) {
                 Some(t) => {
                     t.ops += d.ops;
-                    t.span_ps += d.span_ps;
-                    t.busy_ps += d.busy_ps;
+                    t.span_ps = t.span_ps.saturating_add(d.span_ps);
+                    t.busy_ps = t.busy_ps.saturating_add(d.busy_ps);
                 }
                 None => devices.push(d),
             }
         }
     }
     for d in &mut devices {
-        d.idle_ps = (d.span_ps - d.busy_ps).max(0);
+        d.idle_ps = d.span_ps.saturating_sub(d.busy_ps).max(0);
     }
     let mut ops: Vec<OpMetric> = agg
         .into_iter()
@@ -607,8 +608,14 @@ fn merge_partials(source: Option<OpSource>, parts: Vec<Partial>) -> OpMetricsDb 
     OpMetricsDb {
         source,
         source_description: source.map(|s| s.describe()),
-        total_self_time_ps: ops.iter().map(|o| o.self_time_ps).sum(),
-        idle_ps: devices.iter().map(|d| d.idle_ps).sum(),
+        total_self_time_ps: ops
+            .iter()
+            .map(|o| o.self_time_ps)
+            .fold(0i64, i64::saturating_add),
+        idle_ps: devices
+            .iter()
+            .map(|d| d.idle_ps)
+            .fold(0i64, i64::saturating_add),
         total_flops: ops.iter().map(|o| o.flops).sum(),
         total_bytes_accessed: ops.iter().map(|o| o.bytes_accessed).sum(),
         ops,
@@ -707,7 +714,7 @@ fn device_self_times(p: &Profile, line: &Line) -> Option<Vec<i64>> {
     let mut stack: Vec<(usize, i64)> = Vec::new();
     for &(s, d, i) in &spans {
         out[i] = d;
-        let e = s + d;
+        let e = s.saturating_add(d);
         while let Some(&(_, end)) = stack.last() {
             if end <= s {
                 stack.pop();
@@ -749,8 +756,8 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
                 ..FrameworkOp::empty(side, &o.framework_type, &name)
             });
         e.occurrences += o.occurrences;
-        e.total_time_ps += o.total_time_ps;
-        e.self_time_ps += o.self_time_ps;
+        e.total_time_ps = e.total_time_ps.saturating_add(o.total_time_ps);
+        e.self_time_ps = e.self_time_ps.saturating_add(o.self_time_ps);
         e.flops += o.flops;
         e.bytes_accessed += o.bytes_accessed;
     }
@@ -828,12 +835,12 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
                 let Some((_, start, children)) = found else {
                     continue;
                 };
-                let dur = t - start;
-                let self_ps = (dur - children).max(0);
+                let dur = t.saturating_sub(start);
+                let self_ps = dur.saturating_sub(children).max(0);
                 if let Some(parent) = stack.last_mut() {
-                    parent.2 += dur;
+                    parent.2 = parent.2.saturating_add(dur);
                 }
-                line_self += self_ps;
+                line_self = line_self.saturating_add(self_ps);
                 if from_stat && dur == 0 {
                     // An instant event tagged with its op (a memory allocation, say): it bounds
                     // the line's span, as in XProf, but is not listed as an op.
@@ -843,12 +850,15 @@ pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
                     .entry((ty, name))
                     .or_insert_with(|| FrameworkOp::empty("Host", ty, name));
                 e.occurrences += 1;
-                e.total_time_ps += dur;
-                e.self_time_ps += self_ps;
+                e.total_time_ps = e.total_time_ps.saturating_add(dur);
+                e.self_time_ps = e.self_time_ps.saturating_add(self_ps);
             }
             // IDLE: the line's first to last activity not covered by op self time.
-            let span = acts.last().map_or(0, |a| a.0) - acts.first().map_or(0, |a| a.0);
-            idle += (span - line_self).max(0);
+            let span = acts
+                .last()
+                .map_or(0, |a| a.0)
+                .saturating_sub(acts.first().map_or(0, |a| a.0));
+            idle = idle.saturating_add(span.saturating_sub(line_self).max(0));
         }
     }
     // Metadata of the same name in different planes: merge by (type, name).

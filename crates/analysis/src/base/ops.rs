@@ -168,8 +168,8 @@ pub fn op_times(p: &Profile) -> OpTimes {
                 self_time_ps: 0,
             });
             e.occurrences += 1;
-            e.total_time_ps += ev.dur(i);
-            e.self_time_ps += self_time;
+            e.total_time_ps = e.total_time_ps.saturating_add(ev.dur(i));
+            e.self_time_ps = e.self_time_ps.saturating_add(self_time);
         }
     }
     let mut ops: Vec<OpTime> = agg.into_values().collect();
@@ -178,7 +178,10 @@ pub fn op_times(p: &Profile) -> OpTimes {
             .cmp(&a.self_time_ps)
             .then_with(|| a.name.cmp(&b.name))
     });
-    let total_self_time_ps = ops.iter().map(|o| o.self_time_ps).sum();
+    let total_self_time_ps = ops
+        .iter()
+        .map(|o| o.self_time_ps)
+        .fold(0i64, i64::saturating_add);
     OpTimes {
         source,
         ops,

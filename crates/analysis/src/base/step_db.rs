@@ -948,7 +948,7 @@ fn flatten_line(
         if is_async {
             continue;
         }
-        let (s, e) = (starts[i], starts[i] + durs[i]);
+        let (s, e) = (starts[i], starts[i].saturating_add(durs[i]));
         while let Some(&(ts, te, top)) = stack.last() {
             if ts <= s && e <= te {
                 nest_parent[i] = base + top;
@@ -1533,7 +1533,7 @@ fn host_line_step_events(
             cur += 1;
         }
         let c = flat.ctxs.get(cur).filter(|x| x.0 == g).map(|x| &x.1);
-        let (s, e) = (starts[i], starts[i] + durs[i]);
+        let (s, e) = (starts[i], starts[i].saturating_add(durs[i]));
         let ipl = c.is_some_and(|c| c.ipl_stage);
         let mut is_desc = stages && async_child.contains(&g);
         // Events are sorted by start, so an event that does not contain `s` ends before it.

@@ -76,7 +76,7 @@ pub fn bin_steps(p: &Profile, steps: &Steps) -> Option<StepBins> {
             let Some(step) = steps.steps.get(k - 1) else {
                 continue;
             };
-            if s >= step.start_ps + step.dur_ps {
+            if s >= step.start_ps.saturating_add(step.dur_ps) {
                 continue;
             }
             // One pass over the event's stats for `hlo_op` and `program_id`.
@@ -174,7 +174,7 @@ pub fn step_totals<'a>(
         let Some(a) = acc.get_mut(k as usize) else {
             continue;
         };
-        a.time_ps += dur;
+        a.time_ps = a.time_ps.saturating_add(dur);
         a.flops += f;
         a.hbm_bytes += h;
         a.bytes_accessed += b;

@@ -443,7 +443,9 @@ impl TraceIndex {
                     let mut acc = 0i64;
                     prefix.push(0);
                     for &i in &idx {
-                        acc = acc.saturating_add(ev.dur(i as usize));
+                        // Non-negative and saturating: the sums never fall, so any difference
+                        // of two fits (a file may hold any i64 duration).
+                        acc = acc.saturating_add(ev.dur(i as usize).max(0));
                         prefix.push(acc);
                     }
                     let tree = MaxTree::new(idx.iter().map(|&i| class(ev.dur(i as usize))));
@@ -570,9 +572,10 @@ impl TraceIndex {
     /// overflow, whatever a client asks for.
     fn clamp_window(&self, start: i64, end: i64) -> (i64, i64) {
         const FAR: i64 = 1 << 60;
+        // `max`: a span can end before it starts (events of negative duration).
         let (lo, hi) = (
             self.span.0.saturating_sub(FAR),
-            self.span.1.saturating_add(FAR),
+            self.span.1.max(self.span.0).saturating_add(FAR),
         );
         (start.clamp(lo, hi), end.clamp(lo, hi))
     }
@@ -785,10 +788,10 @@ impl TraceIndex {
                 .collect()
         });
         let st = steps.get(host as usize)?;
-        let local = t - self.hosts[host as usize].offset_ps;
+        let local = t.saturating_sub(self.hosts[host as usize].offset_ps);
         st.steps
             .iter()
-            .find(|s| s.start_ps <= local && local < s.start_ps + s.dur_ps)
+            .find(|s| s.start_ps <= local && local < s.start_ps.saturating_add(s.dur_ps))
             .map(|s| (s.step_num, st.name.clone().unwrap_or_default()))
     }
 
@@ -842,7 +845,7 @@ impl TraceIndex {
             display_name: p.str(md.display_name).to_string(),
             start_ps: s + off,
             dur_ps: ev.dur(i),
-            self_ps: (ev.dur(i) - children).max(0),
+            self_ps: ev.dur(i).saturating_sub(children).max(0),
             depth: d,
             wall_clock_start_ns: abs(s),
             step: self.step_at(t.host, s + off).map(|(n, name)| match n {
@@ -939,7 +942,7 @@ impl TraceIndex {
                     .unwrap_or_default();
                 let a = agg.entry(name).or_default();
                 a.0 += 1;
-                a.1 += clipped.max(0);
+                a.1 = a.1.saturating_add(clipped.max(0));
             }
         }
         let mut rows: Vec<RangeRow> = agg
@@ -998,7 +1001,7 @@ impl RunCtx<'_> {
                 start_ps: s_ps + self.off,
                 end_ps: e_ps + self.off,
                 count: (k1 - k0) as u64,
-                covered_ps: di.prefix[k1] - di.prefix[k0],
+                covered_ps: di.prefix[k1].saturating_sub(di.prefix[k0]),
                 longest_ps: ev.dur(li),
                 name: names.id(self.p, self.plane, self.line, li),
             });

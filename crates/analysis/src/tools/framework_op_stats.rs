@@ -66,7 +66,7 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
         host.iter()
             .filter(|o| o.host_or_device == side)
             .map(|o| o.self_time_ps)
-            .sum()
+            .fold(0i64, i64::saturating_add)
     };
     let (ht, dt) = (side_total("Host"), side_total("Device"));
     let mut ops: Vec<FrameworkOpRow> = host

@@ -195,11 +195,11 @@ impl Group {
             if c.kind == "op" {
                 let o = c.op.and_then(|i| ops.get(i));
                 let s = o.map_or(0, |o| o.self_time_ps);
-                t += s;
-                st += s;
+                t = t.saturating_add(s);
+                st = st.saturating_add(s);
             } else {
-                t += c.metrics.time_ps;
-                st += c.metrics.self_time_ps;
+                t = t.saturating_add(c.metrics.time_ps);
+                st = st.saturating_add(c.metrics.self_time_ps);
             }
             occ += c.metrics.occurrences;
             f += c.metrics.flops;

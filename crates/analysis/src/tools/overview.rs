@@ -54,7 +54,7 @@ impl StepTable {
                 .map(|i| {
                     rows.iter()
                         .map(|r| r.breakdown_ps.get(i).copied().unwrap_or(0))
-                        .sum::<i64>()
+                        .fold(0i64, i64::saturating_add)
                         / n
                 })
                 .collect(),
@@ -171,23 +171,36 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
         } else {
             ops.ops.iter().map(|o| o.occurrences).sum::<u64>()
         };
-    let host_self: i64 = host_ops.iter().map(|o| o.self_time_ps).sum::<i64>()
-        + if on_device || ops.source == Some(OpSource::HostFrameworkOps) {
-            0
-        } else {
-            ops.total_self_time_ps
-        };
+    let host_self: i64 = host_ops
+        .iter()
+        .map(|o| o.self_time_ps)
+        .fold(0i64, i64::saturating_add)
+        .saturating_add(
+            if on_device || ops.source == Some(OpSource::HostFrameworkOps) {
+                0
+            } else {
+                ops.total_self_time_ps
+            },
+        );
     let placement = Placement {
         host_ops: host_count,
         device_ops,
         device_ops_percent: pct(device_ops as f64, (device_ops + host_count) as f64),
         host_self_time_ps: host_self,
         device_self_time_ps: device_self,
-        device_time_percent: pct(device_self as f64, (device_self + host_self) as f64),
+        device_time_percent: pct(device_self as f64, device_self.saturating_add(host_self) as f64),
         explanation: "Host: framework ops on host threads (TF ops, tf.data iterators) and, on CPU-only profiles, XLA ops run by the CPU runtime. Device: ops on TPU/GPU. % of ops counts occurrences (as XProf's host/device TF-op percent); % of time uses self time.",
     };
-    let span: i64 = ops.devices.iter().map(|d| d.span_ps).sum();
-    let busy: i64 = ops.devices.iter().map(|d| d.busy_ps).sum();
+    let span: i64 = ops
+        .devices
+        .iter()
+        .map(|d| d.span_ps)
+        .fold(0, i64::saturating_add);
+    let busy: i64 = ops
+        .devices
+        .iter()
+        .map(|d| d.busy_ps)
+        .fold(0, i64::saturating_add);
     let duty = (on_device && span > 0).then(|| pct(busy as f64, span as f64));
     let peak = dev
         .peak_teraflops_per_second
@@ -201,14 +214,18 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
     };
     let mut rec = Vec::new();
     if steps.figures.count > 0 {
-        let total: i64 = steps.rows.iter().map(|r| r.duration_ps).sum();
+        let total: i64 = steps
+            .rows
+            .iter()
+            .map(|r| r.duration_ps)
+            .fold(0, i64::saturating_add);
         let idx = |id: &str| CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0);
         let cat = |id: &str| {
             steps
                 .rows
                 .iter()
                 .map(|r| r.breakdown_ps.get(idx(id)).copied().unwrap_or(0))
-                .sum::<i64>()
+                .fold(0i64, i64::saturating_add)
         };
         let input = pct(cat("input") as f64, total as f64);
         if input >= 20.0 {

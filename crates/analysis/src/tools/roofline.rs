@@ -345,7 +345,7 @@ pub fn host_roofline_at(
             }
         };
         let x = &mut programs[i];
-        x.1 += o.self_time_ps;
+        x.1 = x.1.saturating_add(o.self_time_ps);
         x.2 += o.flops;
         x.3 += o.hbm_bytes;
         x.4 += o.bytes_accessed;

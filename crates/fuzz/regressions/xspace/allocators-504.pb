@@ -1,0 +1,2 @@
+
+P	/host:CPU"" €€€€€€€€€"MemoryAllocation*allocation_bytes

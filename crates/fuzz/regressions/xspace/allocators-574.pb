@@ -1,0 +1,2 @@
+
+l	/host:CPU"" ÿÿÿÿÿÿÿÿ" €Ì#"MemoryAllocation*bytes_reserved*bytes_allocated
