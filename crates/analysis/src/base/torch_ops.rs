@@ -1,5 +1,6 @@
-//! Framework ops of a PyTorch (Kineto) trace: the `cpu_op` events on host threads, their self
-//! time, and the GPU time of the kernels each one launched.
+//! Framework ops of a PyTorch (Kineto) trace: the `cpu_op` events on host threads (`Operator`
+//! in traces of PyTorch 1.8 and 1.9, less the `ProfilerStep#N` annotations filed there), their
+//! self time, and the GPU time of the kernels each one launched.
 //!
 //! A launch (a `cuda_runtime` or `cuda_driver` call with a `correlation`) belongs to the
 //! innermost `cpu_op` open around it on its thread; the GPU events (on device planes) with that
@@ -21,11 +22,18 @@ fn op_type(name: &str) -> &str {
 /// `cpu_op` events (it is not one).
 pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
     let cat_key = p.key("cat")?;
-    let cpu_op = p.strings.find("cpu_op")?;
-    let launch_cats = [
-        p.strings.find("cuda_runtime"),
-        p.strings.find("cuda_driver"),
-    ];
+    // Kineto's categories; traces from PyTorch 1.8 and 1.9 wrote `Operator` and `Runtime`.
+    let op_cats: Vec<_> = ["cpu_op", "Operator", "operator"]
+        .iter()
+        .filter_map(|c| p.strings.find(c))
+        .collect();
+    if op_cats.is_empty() {
+        return None;
+    }
+    let launch_cats: Vec<_> = ["cuda_runtime", "cuda_driver", "Runtime", "runtime"]
+        .iter()
+        .filter_map(|c| p.strings.find(c))
+        .collect();
     let corr_key = p.key("correlation");
     // GPU time by correlation.
     let mut gpu: HashMap<i64, i64> = HashMap::new();
@@ -76,14 +84,15 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
                 {
                     stack.pop();
                 }
-                if cat == Some(cpu_op) {
+                let name = plane.metadata_of(line, i).map_or("", |m| p.str(m.name));
+                // Old traces file the step annotations as operators: they are not ops.
+                if cat.is_some_and(|c| op_cats.contains(&c)) && !name.starts_with("ProfilerStep#") {
                     if let Some(&(_, parent)) = stack.last() {
                         ops[parent].3 += ev.dur(i);
                     }
-                    let name = plane.metadata_of(line, i).map_or("", |m| p.str(m.name));
                     ops.push((name, start, ev.dur(i), 0, None));
                     stack.push((end, ops.len() - 1));
-                } else if launch_cats.contains(&cat) && cat.is_some() {
+                } else if cat.is_some_and(|c| launch_cats.contains(&c)) {
                     if let (Some(c), Some(&(_, op))) = (corr, stack.last()) {
                         let d = gpu.get(&c).copied().unwrap_or(0);
                         let slot = ops[op].4.get_or_insert(0);
