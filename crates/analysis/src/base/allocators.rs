@@ -31,6 +31,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Profile, StatValue, Stats, StrId};
 
+pub use crate::base::torch_memory::OpMemory;
+
 /// Plane XProf reads the allocator events from.
 pub const HOST_PLANE: &str = "/host:CPU";
 /// Above this many events per allocator the drawn timeline is sampled.
@@ -47,6 +49,14 @@ pub struct MemoryProfile {
     pub events_total: usize,
     /// Which plane the events come from.
     pub plane: String,
+    /// What kind of events: XSpace allocator events or PyTorch `[memory]` events.
+    pub source: String,
+    /// What the figures cannot show for this profile (e.g. no totals in an old PyTorch trace).
+    pub notes: Vec<String>,
+    /// PyTorch traces: memory per op and device ([`crate::base::torch_memory`]); empty for XSpace.
+    pub op_stats: Vec<OpMemory>,
+    /// PyTorch traces: `[memory]` events in no op.
+    pub op_stats_unattributed: usize,
 }
 
 /// Allocator state right after one event.
@@ -395,9 +405,13 @@ fn read_events(p: &Profile, keys: &Keys) -> (Vec<(String, Vec<Ev>)>, usize) {
     (by_alloc, total)
 }
 
-/// Min and max of each run of consecutive events (and the peak), in time order.
-fn sample(evs: &[Ev], peak: usize) -> (Vec<usize>, String) {
-    let n = evs.len();
+/// Which of `n` events (in time order) to draw: the min and max `in_use` of each run of
+/// consecutive events, and the peak; and how that was chosen.
+pub fn sample_indices(
+    n: usize,
+    in_use: impl Fn(usize) -> i64,
+    peak: usize,
+) -> (Vec<usize>, String) {
     if n <= MAX_SAMPLES {
         return ((0..n).collect(), "none: every event".to_string());
     }
@@ -407,10 +421,10 @@ fn sample(evs: &[Ev], peak: usize) -> (Vec<usize>, String) {
         let end = (start + run).min(n);
         let (mut lo, mut hi) = (start, start);
         for k in start..end {
-            if evs[k].state.in_use() < evs[lo].state.in_use() {
+            if in_use(k) < in_use(lo) {
                 lo = k;
             }
-            if evs[k].state.in_use() > evs[hi].state.in_use() {
+            if in_use(k) > in_use(hi) {
                 hi = k;
             }
         }
@@ -582,7 +596,7 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
             max_frag_t = e.time_ps;
         }
     }
-    let (shown, sampling) = sample(&evs, peak_pos);
+    let (shown, sampling) = sample_indices(evs.len(), |i| evs[i].state.in_use(), peak_pos);
     let samples: Vec<Sample> = shown
         .iter()
         .map(|&i| Sample {
@@ -617,10 +631,16 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
     }
 }
 
-/// The memory profile of one host.
+/// The memory profile of one host: from XSpace allocator events, else from PyTorch `[memory]`
+/// events.
 pub fn memory_profile(p: &Profile) -> MemoryProfile {
     let keys = Keys::new(p);
     let (by_alloc, events_total) = read_events(p, &keys);
+    if by_alloc.is_empty() {
+        if let Some(mp) = crate::base::torch_memory::torch_memory_profile(p) {
+            return mp;
+        }
+    }
     let mut allocators: Vec<AllocatorProfile> = by_alloc
         .into_iter()
         .map(|(name, evs)| allocator_profile(name, evs))
@@ -630,6 +650,10 @@ pub fn memory_profile(p: &Profile) -> MemoryProfile {
         allocators,
         events_total,
         plane: HOST_PLANE.to_string(),
+        source: "XSpace allocator events (MemoryAllocation / MemoryDeallocation)".to_string(),
+        notes: Vec::new(),
+        op_stats: Vec::new(),
+        op_stats_unattributed: 0,
     }
 }
 

@@ -22,5 +22,6 @@ pub mod step_db;
 pub mod step_ops;
 pub mod steps;
 pub mod tool;
+pub mod torch_memory;
 pub mod torch_ops;
 pub mod trace;

@@ -30,7 +30,7 @@ pub struct MemoryProfileTool;
 impl Tool for MemoryProfileTool {
     const NAME: &'static str = "memory_profile";
     const TITLE: &'static str = "Memory profile";
-    const DESCRIPTION: &'static str = "Allocator timeline from host allocation events: heap allocated, reserved, free and fragmentation per allocator; the peak, when, and the allocations live there.";
+    const DESCRIPTION: &'static str = "Allocator timeline from host allocation events (XSpace) or PyTorch [memory] events: in use, reserved, free and fragmentation per allocator or device; the peak, when, and the allocations live there; for PyTorch, memory by op.";
     type Params = NoParams;
     type Output = MemoryProfileReport;
 
@@ -70,6 +70,16 @@ pub fn render_text(r: &MemoryProfileReport) -> String {
             o.push_str(&format!("  error: {e}\n"));
         }
         let Some(mp) = &h.profile else { continue };
+        let torch = !mp.op_stats.is_empty() || mp.source.starts_with("PyTorch");
+        if !mp.allocators.is_empty() {
+            o.push_str(&format!(
+                "  from {} ({} events)\n",
+                mp.source, mp.events_total
+            ));
+        }
+        for n in &mp.notes {
+            o.push_str(&format!("  note: {n}\n"));
+        }
         if mp.allocators.is_empty() {
             o.push_str(&format!(
                 "  no MemoryAllocation / MemoryDeallocation events on {} (the profile was taken without allocator tracing, or the runtime does not record it)\n",
@@ -77,7 +87,70 @@ pub fn render_text(r: &MemoryProfileReport) -> String {
             ));
             continue;
         }
-        for a in &mp.allocators {
+        for a in mp.allocators.iter().filter(|_| torch) {
+            let pk = &a.peak;
+            o.push_str(&format!(
+                "  device {}: {} allocations, {} releases\n    peak allocated {} at {} ps, step {}; reserved then {}\n",
+                a.name,
+                a.allocations,
+                a.deallocations,
+                fmt_bytes(pk.bytes_in_use),
+                pk.time_ps,
+                pk.step_id,
+                fmt_bytes(pk.memory_capacity_bytes),
+            ));
+            if a.live_at_peak_total > 0 {
+                o.push_str(&format!(
+                    "    live at the peak: {} rows, {}\n",
+                    a.live_at_peak_total,
+                    fmt_bytes(a.live_at_peak_bytes)
+                ));
+                for l in a.live_at_peak.iter().take(20) {
+                    o.push_str(&format!(
+                        "      {:>12} ×{:<4} {}\n",
+                        fmt_bytes(l.activity.allocation_bytes),
+                        l.occurrences,
+                        l.activity.op
+                    ));
+                }
+            }
+        }
+        if torch && !mp.op_stats.is_empty() {
+            o.push_str(&format!(
+                "  memory by op ({} rows; {} events in no op), largest increase first per device:\n    {:<8} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8} {:>7}  name\n",
+                mp.op_stats.len(),
+                mp.op_stats_unattributed,
+                "device",
+                "self incr.",
+                "self alloc.",
+                "self #",
+                "incr.",
+                "alloc.",
+                "#",
+                "calls"
+            ));
+            for r in mp.op_stats.iter().take(30) {
+                o.push_str(&format!(
+                    "    {:<8} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8} {:>7}  {}\n",
+                    r.device,
+                    fmt_bytes(r.self_increase_bytes),
+                    fmt_bytes(r.self_allocation_bytes),
+                    r.self_allocations,
+                    fmt_bytes(r.increase_bytes),
+                    fmt_bytes(r.allocation_bytes),
+                    r.allocations,
+                    r.calls,
+                    r.name
+                ));
+            }
+            if mp.op_stats.len() > 30 {
+                o.push_str(&format!(
+                    "    … {} more rows (in the JSON)\n",
+                    mp.op_stats.len() - 30
+                ));
+            }
+        }
+        for a in mp.allocators.iter().filter(|_| !torch) {
             let pk = &a.peak;
             o.push_str(&format!(
                 "  allocator {}: {} allocations, {} deallocations\n    peak in use {} (heap {} + reserved {}) at {} ps, step {}; capacity {}, free {}, fragmentation {:.4}\n    allocator's lifetime peak {}; max fragmentation {:.4}\n",

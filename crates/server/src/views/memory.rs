@@ -4,7 +4,7 @@
 
 use maud::{html, Markup};
 use serde::Serialize;
-use xlens_analysis::base::allocators::{AllocatorProfile, LiveAllocation};
+use xlens_analysis::base::allocators::{AllocatorProfile, LiveAllocation, OpMemory};
 use xlens_analysis::base::heap::{ModuleMemory, PeakBuffer};
 use xlens_analysis::tools::memory_profile::MemoryProfileReport;
 use xlens_analysis::tools::memory_viewer::MemoryViewerReport;
@@ -358,8 +358,10 @@ pub fn profile_view(r: &MemoryProfileReport, _: &Cx) -> Markup {
                                 code { (p.plane) } ": the profile was taken without allocator tracing, or the runtime does not record it (JAX on CPU does not)."
                             }
                         } @else {
-                            p class="dim" { (p.events_total) " allocator events; peaks and totals use every event, the charts a sample." }
-                            @for a in &p.allocators { (allocator_view(a)) }
+                            p class="dim" { (p.events_total) " events (" (p.source) "); peaks and totals use every event, the charts a sample." }
+                            @for n in &p.notes { p class="note" { (n) } }
+                            @for a in &p.allocators { (allocator_view(a, !p.op_stats.is_empty() || p.source.starts_with("PyTorch"))) }
+                            @if !p.op_stats.is_empty() { (op_memory_view(&p.op_stats, p.op_stats_unattributed)) }
                         }
                     }
                 }
@@ -368,7 +370,7 @@ pub fn profile_view(r: &MemoryProfileReport, _: &Cx) -> Markup {
     }
 }
 
-fn allocator_view(a: &AllocatorProfile) -> Markup {
+fn allocator_view(a: &AllocatorProfile, torch: bool) -> Markup {
     let pk = &a.peak;
     let live_rows = a.live_at_peak.len().min(MAX_LIVE_ROWS);
     let table = Table::new("mp-table")
@@ -393,7 +395,20 @@ fn allocator_view(a: &AllocatorProfile) -> Markup {
         });
     html! {
         section class="mp-alloc" {
-            h3 { "Allocator " (a.name) }
+            h3 { @if torch { "Device " } @else { "Allocator " } (a.name) }
+            @if torch {
+                dl class="facts" {
+                    dt { "Peak allocated" }
+                    dd { b { (fmt_bytes(pk.bytes_in_use)) } " at " (fmt_ps(pk.time_ps)) " · step " (pk.step_id) }
+                    dt { "Reserved then" }
+                    dd { (fmt_bytes(pk.memory_capacity_bytes)) " " span class="dim" { "(the caching allocator's " code { "Total Reserved" } "; equal to allocated when the trace has none)" } }
+                    dt { "Events" }
+                    dd {
+                        (a.allocations) " allocations, " (a.deallocations) " releases; " (a.samples_shown)
+                        " of " (a.samples_total) " drawn (" (a.sampling) ")"
+                    }
+                }
+            } @else {
             dl class="facts" {
                 dt { "Peak in use" }
                 dd {
@@ -420,7 +435,8 @@ fn allocator_view(a: &AllocatorProfile) -> Markup {
                     " of " (a.samples_total) " drawn (" (a.sampling) ")"
                 }
             }
-            @if !a.samples.is_empty() { (allocator_chart(a)) }
+            }
+            @if !a.samples.is_empty() { (allocator_chart(a, torch)) }
             h4 { "Allocations live at the peak: " (a.live_at_peak_total) " rows, " (fmt_bytes(a.live_at_peak_bytes)) }
             (table.render(a.live_at_peak.iter().take(MAX_LIVE_ROWS).enumerate()))
             @if a.live_at_peak_total > live_rows {
@@ -430,8 +446,38 @@ fn allocator_view(a: &AllocatorProfile) -> Markup {
     }
 }
 
+/// Rows of the memory-by-op table shown on the page (the JSON has all).
+const MAX_OP_ROWS: usize = 300;
+
+/// PyTorch traces: memory by op and device (the TensorBoard plugin's memory statistics).
+fn op_memory_view(rows: &[OpMemory], unattributed: usize) -> Markup {
+    let table = Table::new("mp-table")
+        .col("Device", |o: &&OpMemory| Cell::text(&o.device))
+        .col("Op", |o| Cell::name(&o.name))
+        .num("Calls", |o| Cell::int(o.calls))
+        .num("Self increase", |o| Cell::bytes(o.self_increase_bytes))
+        .num("Self allocated", |o| Cell::bytes(o.self_allocation_bytes))
+        .num("Self allocations", |o| Cell::int(o.self_allocations))
+        .num("Increase", |o| Cell::bytes(o.increase_bytes))
+        .num("Allocated", |o| Cell::bytes(o.allocation_bytes))
+        .num("Allocations", |o| Cell::int(o.allocations));
+    html! {
+        section class="mp-ops" {
+            h3 { "Memory by op" }
+            p class="dim" {
+                "Self: the " code { "[memory]" } " events directly in the op; the others count the ops nested in it too. Increase is allocations minus releases. "
+                (unattributed) " events are in no op."
+            }
+            (table.render(rows.iter().take(MAX_OP_ROWS)))
+            @if rows.len() > MAX_OP_ROWS {
+                p class="dim" { (rows.len() - MAX_OP_ROWS) " more rows not shown here (the JSON lists all " (rows.len()) ")." }
+            }
+        }
+    }
+}
+
 /// In use (heap + reserved) as an area, heap and reserved as lines, fragmentation below.
-fn allocator_chart(a: &AllocatorProfile) -> Markup {
+fn allocator_chart(a: &AllocatorProfile, torch: bool) -> Markup {
     let samples = &a.samples;
     let pk = &a.peak;
     let t0 = samples.iter().map(|p| p.time_ps).min().unwrap_or(0);
@@ -443,7 +489,13 @@ fn allocator_chart(a: &AllocatorProfile) -> Markup {
         .max(t0 + 1);
     let max = samples
         .iter()
-        .map(|p| p.state.in_use())
+        .map(|p| {
+            if torch {
+                p.state.in_use().saturating_add(p.state.free_bytes)
+            } else {
+                p.state.in_use()
+            }
+        })
         .max()
         .unwrap_or(0)
         .max(pk.bytes_in_use)
@@ -468,20 +520,33 @@ fn allocator_chart(a: &AllocatorProfile) -> Markup {
             (frame.byte_axis())
             (frame.step_area("mv-area", &in_use))
             (frame.step_line("mp-inuse", &in_use))
-            (frame.step_line("mp-heap", &pts(&|p| frame.y(p.state.heap_allocated_bytes as f64))))
-            (frame.step_line("mp-reserved", &pts(&|p| frame.y(p.state.stack_reserved_bytes as f64))))
-            rect class="mp-fragbox" x=(LEFT) y=(f1(ft)) width=(f1(frame.width())) height=(fh) {}
-            path class="mp-frag" d=(super::chart::step_path(&frag)) {}
-            text class="tick" x=(f1(LEFT - 4.0)) y=(f1(ft + fh / 2.0 + 4.0)) text-anchor="end" { "frag. %" }
+            @if torch {
+                (frame.step_line("mp-reserved", &pts(&|p| frame.y(p.state.in_use().saturating_add(p.state.free_bytes) as f64))))
+            } @else {
+                (frame.step_line("mp-heap", &pts(&|p| frame.y(p.state.heap_allocated_bytes as f64))))
+                (frame.step_line("mp-reserved", &pts(&|p| frame.y(p.state.stack_reserved_bytes as f64))))
+            }
+            @if !torch {
+                rect class="mp-fragbox" x=(LEFT) y=(f1(ft)) width=(f1(frame.width())) height=(fh) {}
+                path class="mp-frag" d=(super::chart::step_path(&frag)) {}
+                text class="tick" x=(f1(LEFT - 4.0)) y=(f1(ft + fh / 2.0 + 4.0)) text-anchor="end" { "frag. %" }
+            }
             (frame.peak(x(pk.time_ps), pk.bytes_in_use as f64, ft + fh, &format!("peak {peak}"), &format!("peak {peak}")))
             text class="tick" x=(LEFT) y=(f1(ft + fh + 16.0)) { (fmt_ps(t0)) }
             text class="tick" x=(f1(W - RIGHT)) y=(f1(ft + fh + 16.0)) text-anchor="end" { (fmt_ps(t1)) }
         }
+        @if torch {
+            p class="legend dim" {
+                span class="sw mp-sw-inuse" {} "allocated "
+                span class="sw mp-sw-reserved" {} "reserved by the caching allocator (when the trace has it)"
+            }
+        } @else {
         p class="legend dim" {
             span class="sw mp-sw-inuse" {} "in use (heap + reserved) "
             span class="sw mp-sw-heap" {} "heap allocated "
             span class="sw mp-sw-reserved" {} "reserved (stack) "
             span class="sw mp-sw-frag" {} "fragmentation"
+        }
         }
     }
 }
