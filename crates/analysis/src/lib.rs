@@ -7,6 +7,8 @@
 //!   It never imports a tool. [`base::tool`] is the seam tools implement.
 //! * [`tools`] — one module per tool, each importing only [`base`], and the registry built from
 //!   their list ([`tools::TOOLS`]) that the server and `xlens tool` both dispatch through.
+//! * [`compare`] — above the tools: two runs side by side (`xlens diff`) and `--fail-if`.
 
 pub mod base;
+pub mod compare;
 pub mod tools;

@@ -42,6 +42,19 @@ enum Format {
     Csv,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum DiffFormat {
+    Text,
+    Json,
+    Md,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum OpsScopeArg {
+    All,
+    FirstStep,
+}
+
 /// What every `xlens tool NAME` takes besides the tool's own parameters.
 #[derive(clap::Args)]
 struct ToolCommon {
@@ -102,6 +115,38 @@ enum Cmd {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Compare two runs: step time (with a 95% interval, so noise is not called a change),
+    /// breakdown, duty cycle, FLOP utilisation, ops added/removed/slower/faster, memory peaks.
+    /// Exit codes: 0 compared; 1 a --fail-if condition held; 2 compared but some host files
+    /// could not be read; 3 no comparison (bad path or condition).
+    Diff {
+        /// The baseline: a log directory, session directory or profile file (any format).
+        base: PathBuf,
+        /// The run to compare with it.
+        new: PathBuf,
+        /// Only this session below BASE.
+        #[arg(long)]
+        base_run: Option<String>,
+        /// Only this session below NEW.
+        #[arg(long)]
+        new_run: Option<String>,
+        /// Compare this host (default: the first readable host of each).
+        #[arg(long)]
+        host: Option<String>,
+        /// Shorthand for --format json.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_enum)]
+        format: Option<DiffFormat>,
+        /// Exit 1 when this holds, e.g. `step_time.mean > +3%`, `peak_memory > +100MiB`,
+        /// `op:*fusion* > +10%`, `duty_cycle < 50` (repeatable; see README: Comparing runs).
+        #[arg(long = "fail-if")]
+        fail_if: Vec<String>,
+        /// PyTorch traces: which events the op diff counts (`first-step`: the first profiler
+        /// step only, as HTA's TraceDiff).
+        #[arg(long, value_enum, default_value = "all")]
+        ops: OpsScopeArg,
     },
     /// Summarise every session and host below PATH: device, span, events, steps, top ops, errors.
     Report {
@@ -217,6 +262,43 @@ fn main() {
             memory_budget,
         } => serve(logdir, bind, memory_budget),
         Cmd::Runs { path, json } => list_runs(&path, json),
+        Cmd::Diff {
+            base,
+            new,
+            base_run,
+            new_run,
+            host,
+            json,
+            format,
+            fail_if,
+            ops,
+        } => {
+            let f = format.unwrap_or(if json {
+                DiffFormat::Json
+            } else {
+                DiffFormat::Text
+            });
+            let scope = match ops {
+                OpsScopeArg::All => xlens_analysis::compare::OpsScope::All,
+                OpsScopeArg::FirstStep => xlens_analysis::compare::OpsScope::FirstStep,
+            };
+            match diff(
+                &base,
+                base_run.as_deref(),
+                &new,
+                new_run.as_deref(),
+                host.as_deref(),
+                f,
+                &fail_if,
+                scope,
+            ) {
+                Ok(code) => std::process::exit(code),
+                Err(e) => {
+                    eprintln!("xlens: {e:#}");
+                    std::process::exit(3);
+                }
+            }
+        }
         Cmd::Report { path, json } => (|| {
             let run = open_run(&path, None, None)?;
             let out = tools::find("report")?.run_query(&run, &[])?;
@@ -369,6 +451,84 @@ fn exit_if_unread(run: &Run) {
         eprintln!("  {e}");
     }
     std::process::exit(EXIT_UNREAD);
+}
+
+/// `xlens diff`: prints the comparison and returns the exit code (see `Cmd::Diff`).
+#[allow(clippy::too_many_arguments)]
+fn diff(
+    base: &Path,
+    base_run: Option<&str>,
+    new: &Path,
+    new_run: Option<&str>,
+    host: Option<&str>,
+    f: DiffFormat,
+    fail_if: &[String],
+    scope: xlens_analysis::compare::OpsScope,
+) -> Result<i32> {
+    use xlens_analysis::compare::{self, cond};
+    let conds = fail_if
+        .iter()
+        .map(|c| cond::parse(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let b = open_run(base, host, base_run).with_context(|| format!("BASE {}", base.display()))?;
+    let n = open_run(new, host, new_run).with_context(|| format!("NEW {}", new.display()))?;
+    let d = compare::diff(
+        &base.display().to_string(),
+        &b,
+        &new.display().to_string(),
+        &n,
+        scope,
+    );
+    let results: Vec<cond::CondResult> = conds.iter().map(|c| cond::check(c, &d)).collect();
+    match f {
+        DiffFormat::Json => {
+            let mut v = serde_json::to_value(&d)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("conditions".to_string(), serde_json::to_value(&results)?);
+            }
+            let s = serde_json::to_string_pretty(&v)?;
+            write_stdout(&format!("{s}\n"))?;
+        }
+        DiffFormat::Text | DiffFormat::Md => {
+            let md = f == DiffFormat::Md;
+            let mut t = if md {
+                compare::render_markdown(&d)
+            } else {
+                compare::render_text(&d)
+            };
+            if !results.is_empty() {
+                t.push_str(if md {
+                    "\n### Conditions\n\n"
+                } else {
+                    "\n== Conditions\n"
+                });
+                for r in &results {
+                    t.push_str(&format!(
+                        "{}{} {}: {}\n",
+                        if md { "- " } else { "  " },
+                        if r.holds { "FAIL" } else { "ok  " },
+                        r.condition,
+                        r.evidence
+                    ));
+                }
+            }
+            write_stdout(&t)?;
+        }
+    }
+    for r in results.iter().filter(|r| r.holds) {
+        eprintln!("xlens: --fail-if {} holds: {}", r.condition, r.evidence);
+    }
+    if results.iter().any(|r| r.holds) {
+        return Ok(1);
+    }
+    let unread = d.base.errors.len() + d.new.errors.len();
+    if unread > 0 {
+        for e in d.base.errors.iter().chain(&d.new.errors) {
+            eprintln!("xlens: could not read {e}");
+        }
+        return Ok(EXIT_UNREAD);
+    }
+    Ok(0)
 }
 
 fn discover(path: &Path) -> Result<Vec<Session>> {

@@ -231,3 +231,32 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
     assert!(err.is_empty(), "{err}");
     assert!(head.starts_with(b"{"));
 }
+
+#[test]
+fn diff_exit_codes_gate_a_build() {
+    let dir = fixtures().join("plugins/profile");
+    let (a, b) = (dir.join("jax_mlp_small"), dir.join("jax_tfm_small"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // A run against itself: nothing changed, no condition holds.
+    let (code, out, _) = xlens(&["diff", a, a, "--fail-if", "step_time.mean > +3%"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok   step_time.mean > +3%"), "{out}");
+    // Two different models: every op of NEW is added; a condition on that holds.
+    let (code, out, err) = xlens(&["diff", a, b, "--fail-if", "ops.added > 0"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FAIL ops.added > 0"), "{out}");
+    assert!(err.contains("--fail-if ops.added > 0 holds"), "{err}");
+    // JSON carries the conditions with their evidence.
+    let (code, out, _) = xlens(&["diff", a, b, "--json", "--fail-if", "ops.added > 0"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["conditions"][0]["holds"], true);
+    assert!(v["step_time"]["base"]["count"].as_u64().unwrap() > 0);
+    // No comparison: a condition that cannot be read, a path that is not there.
+    let (code, _, err) = xlens(&["diff", a, b, "--fail-if", "step_time.mean >> 3"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("--fail-if"), "{err}");
+    let (code, _, err) = xlens(&["diff", a, "/nonexistent/run"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("NEW /nonexistent/run"), "{err}");
+}
