@@ -159,6 +159,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/downloads", get(api_downloads))
         .route("/api/status", get(api_status))
         .route("/api/tool/{tool}", get(api_tool))
+        .route("/api/diff", get(api_diff))
         .route("/api/trace/viewport", get(trace_api::viewport))
         .route("/api/trace/event", get(trace_api::event))
         .route("/api/trace/search", get(trace_api::search))
@@ -465,6 +466,82 @@ struct PageQuery {
     run: Option<String>,
     tool: Option<String>,
     host: Option<String>,
+    /// "Compare with": the baseline run.
+    base: Option<String>,
+}
+
+/// The comparison of `run` (NEW; the first run when `None`) against `base`, both narrowed to
+/// `host` when given.
+async fn diff_of(
+    state: &Shared,
+    base: String,
+    run: Option<String>,
+    host: Option<String>,
+) -> Result<xlens_analysis::compare::Diff, (StatusCode, String)> {
+    let sessions = discover(state)
+        .await
+        .map_err(|e| (StatusCode::NOT_FOUND, e))?;
+    let find = |name: Option<&str>| -> Result<Session, (StatusCode, String)> {
+        let s = match name {
+            Some(n) => sessions.iter().find(|s| s.name == n),
+            None => sessions.first(),
+        };
+        s.cloned().ok_or_else(|| {
+            (
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no run `{}`; runs: {}",
+                    name.unwrap_or_default(),
+                    sessions
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })
+    };
+    let (b, n) = (find(Some(&base))?, find(run.as_deref())?);
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let narrow = |s: &Session| {
+            tools::select_host(std::slice::from_ref(s), host.as_deref())
+                .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))
+        };
+        let (rb, rn) = (st.cache.run(narrow(&b)?), st.cache.run(narrow(&n)?));
+        Ok(xlens_analysis::compare::diff(
+            &b.name,
+            &rb,
+            &n.name,
+            &rn,
+            xlens_analysis::compare::OpsScope::All,
+        ))
+    })
+    .await
+    .map_err(|e| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the comparison failed unexpectedly: {e}"),
+        )
+    })?
+}
+
+/// `/api/diff?base=RUN&run=RUN[&host=H]`: what `xlens diff --json` prints (without conditions).
+async fn api_diff(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Response {
+    let Some(base) = q.base.clone().filter(|b| !b.is_empty()) else {
+        return (StatusCode::BAD_REQUEST, "base= names the baseline run").into_response();
+    };
+    match diff_of(
+        &state,
+        base,
+        q.run.clone(),
+        q.host.clone().filter(|h| !h.is_empty()),
+    )
+    .await
+    {
+        Ok(d) => axum::Json(d).into_response(),
+        Err((code, msg)) => (code, msg).into_response(),
+    }
 }
 
 /// The page body of `tool` on `run`: the tool's view ([`views::VIEWS`]) of its output, or an
@@ -512,7 +589,7 @@ async fn page(
         Ok(s) => s,
         Err(e) => {
             let body = views::ui::error_box(&e);
-            let html = views::page::shell(&state.label, &[], None, "", None, body);
+            let html = views::page::shell(&state.label, &[], None, "", None, None, body);
             return (StatusCode::NOT_FOUND, Html(html.into_string())).into_response();
         }
     };
@@ -522,6 +599,7 @@ async fn page(
         .or_else(|| sessions.first().map(|s| s.name.clone()));
     let tool = q.tool.clone().unwrap_or_else(|| "report".to_string());
     let host = q.host.clone().filter(|h| !h.is_empty());
+    let base = q.base.clone().filter(|b| !b.is_empty());
     // A run whose files are still in the bucket: answer at once with a page that shows the
     // download's progress and reloads when the run is loaded (fetched in the background here).
     let body = match hosts_to_fetch(&state, &sessions, run.as_deref(), host.as_deref()) {
@@ -538,7 +616,19 @@ async fn page(
                 &state.logdir.display().to_string(),
             )
         }
-        None => page_body(&state, &tool, run.clone(), host.clone(), params).await,
+        None => {
+            let body = page_body(&state, &tool, run.clone(), host.clone(), params).await;
+            match base.clone() {
+                Some(b) if views::diff::COMPARABLE.contains(&tool.as_str()) => {
+                    let panel = match diff_of(&state, b, run.clone(), host.clone()).await {
+                        Ok(d) => views::diff::panel(&d, &tool),
+                        Err((_, msg)) => views::ui::error_box(&msg),
+                    };
+                    maud::html! { (panel) (body) }
+                }
+                _ => body,
+            }
+        }
     };
     let current = sessions.iter().find(|s| Some(&s.name) == run.as_ref());
     let html = views::page::shell(
@@ -547,6 +637,7 @@ async fn page(
         current,
         &tool,
         host.as_deref(),
+        base.as_deref(),
         body,
     );
     Html(html.into_string()).into_response()

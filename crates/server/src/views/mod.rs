@@ -7,6 +7,7 @@
 //! drawing, [`page`] the page shell.
 
 pub mod chart;
+pub mod diff;
 mod graph;
 mod input_pipeline;
 mod memory;

@@ -14,6 +14,7 @@ pub fn shell(
     current: Option<&Session>,
     tool: &str,
     host: Option<&str>,
+    base: Option<&str>,
     body: Markup,
 ) -> Markup {
     let api = current.map(|c| Url::api(tool, &c.name).with_opt("host", host));
@@ -51,6 +52,15 @@ pub fn shell(
                                 }
                             }
                         } }
+                        @if super::diff::COMPARABLE.contains(&tool) {
+                            " "
+                            label title="Show this run's changes against another run (base=)" { "Compare with " select name="base" {
+                                option value="" { "—" }
+                                @for s in sessions.iter().filter(|s| current.is_none_or(|c| c.name != s.name)) {
+                                    option value=(s.name) selected[base == Some(s.name.as_str())] { (s.name) }
+                                }
+                            } }
+                        }
                         noscript { button type="submit" { "Show" } }
                         a href="/capture" class="capture-link" { "Capture…" }
                         span class="api" {
