@@ -82,6 +82,59 @@ pub struct Config {
     pub max_entry_len: usize,
     /// Print the first this many mutated inputs and what they did (debugging the harness).
     pub show: u64,
+    /// An execution after which resident memory grew by more than this is a finding (like a
+    /// panic: its input is kept), and above [`Config::max_rss`] the run stops, so one hungry
+    /// input cannot take the machine down. 0: no check.
+    pub max_rss_growth: u64,
+    pub max_rss: u64,
+    /// An execution running longer than this is a hang: a watchdog writes its input to
+    /// `out/timeout-input`, says so and ends the process with exit code 3. `None`: no watchdog.
+    pub timeout: Option<Duration>,
+}
+
+/// The input being executed and when it started (ms since the loop began; `u64::MAX` between
+/// executions), for the hang watchdog.
+struct Current {
+    input: Mutex<Vec<u8>>,
+    started_ms: std::sync::atomic::AtomicU64,
+}
+
+fn watchdog(
+    cur: std::sync::Arc<Current>,
+    t0: Instant,
+    timeout: Duration,
+    out: PathBuf,
+    name: &'static str,
+) {
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let s = cur.started_ms.load(Ordering::Relaxed);
+        if s == u64::MAX {
+            continue;
+        }
+        let now = t0.elapsed().as_millis() as u64;
+        if now.saturating_sub(s) > timeout.as_millis() as u64 {
+            let input = cur.input.lock().map(|g| g.clone()).unwrap_or_default();
+            let _ = std::fs::create_dir_all(&out);
+            let path = out.join("timeout-input");
+            let _ = std::fs::write(&path, &input);
+            eprintln!(
+                "[{name}] HANG: one execution ran over {} s ({} bytes, input saved to {})",
+                timeout.as_secs(),
+                input.len(),
+                path.display()
+            );
+            std::process::exit(3);
+        }
+    });
+}
+
+/// Resident memory of this process (Linux `/proc/self/statm`; 0 elsewhere).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
 }
 
 /// A distinct panic: its message and location, how often it happened, and the first input.
@@ -356,14 +409,62 @@ pub fn fuzz<T: Target>(target: &mut T, cfg: &Config) -> Report {
     }
     let fixed = corpus.len();
 
+    let current = cfg.timeout.map(|t| {
+        let c = std::sync::Arc::new(Current {
+            input: Mutex::new(Vec::new()),
+            started_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
+        });
+        watchdog(c.clone(), started, t, cfg.out.clone(), target.name());
+        c
+    });
     while execs < cfg.execs {
         execs += 1;
         let a = rng.below(corpus.len());
         let b = rng.below(corpus.len());
         let input = target.mutate(&mut rng, &corpus[a], &corpus[b]);
+        if let Some(c) = &current {
+            if let Ok(mut g) = c.input.lock() {
+                g.clone_from(&input);
+            }
+            c.started_ms
+                .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
+        let rss0 = if cfg.max_rss_growth > 0 {
+            rss_bytes()
+        } else {
+            0
+        };
         let t0 = Instant::now();
         let r = run_caught(|| target.execute(&input));
         let dt = t0.elapsed();
+        if let Some(c) = &current {
+            c.started_ms.store(u64::MAX, Ordering::Relaxed);
+        }
+        if cfg.max_rss_growth > 0 {
+            let rss1 = rss_bytes();
+            let grew = rss1.saturating_sub(rss0);
+            if grew > cfg.max_rss_growth || rss1 > cfg.max_rss {
+                record(
+                    &mut crashes,
+                    vec![format!(
+                        "memory: resident memory grew by {} MB to {} MB in one execution (limits: {} MB growth, {} MB in all)",
+                        grew >> 20,
+                        rss1 >> 20,
+                        cfg.max_rss_growth >> 20,
+                        cfg.max_rss >> 20
+                    )],
+                    &input,
+                );
+                if rss1 > cfg.max_rss {
+                    eprintln!(
+                        "[{}] stopping: resident memory {} MB",
+                        target.name(),
+                        rss1 >> 20
+                    );
+                    break;
+                }
+            }
+        }
         if execs <= n_seeds as u64 + cfg.show {
             eprintln!(
                 "[{}] input {:?} -> {}",

@@ -66,6 +66,17 @@ struct Args {
     /// Print the first N mutated inputs and what they did (debugging the harness).
     #[arg(long, default_value_t = 0)]
     show: u64,
+    /// An execution that grows resident memory by more than this many MB is a finding (its
+    /// input kept, like a panic's); 0: no check.
+    #[arg(long, default_value_t = 256)]
+    max_rss_growth_mb: u64,
+    /// Stop the run (a finding) when resident memory passes this many MB.
+    #[arg(long, default_value_t = 4096)]
+    max_rss_mb: u64,
+    /// An execution running longer than this many seconds is a hang: its input is saved and
+    /// the run ends with exit code 3 (0: no watchdog).
+    #[arg(long, default_value_t = 20)]
+    timeout_s: u64,
     /// Seconds between progress lines (0: none).
     #[arg(long, default_value_t = 10)]
     progress: u64,
@@ -88,6 +99,9 @@ fn main() -> Result<()> {
         max_corpus: args.max_corpus,
         max_entry_len: xlens_fuzz::seeds::MAX_SEED,
         show: args.show,
+        max_rss_growth: args.max_rss_growth_mb << 20,
+        max_rss: args.max_rss_mb << 20,
+        timeout: (args.timeout_s > 0).then(|| Duration::from_secs(args.timeout_s)),
     };
     let report = match args.target {
         Which::Xspace => dispatch(XSpaceTarget::new(&fixtures, args.tools_every)?, &args, &cfg)?,

@@ -66,7 +66,7 @@ xspace_regressions! {
     trace_942 => "trace-942.pb",
 }
 
-/// Chrome-trace and query inputs (none has crashed so far; any file added there is replayed).
+/// Chrome-trace and query inputs: each replayed, without a panic and within a time limit.
 #[test]
 fn chrome_and_query_regressions_replay_without_panic() {
     for target in ["chrome", "query"] {
@@ -83,10 +83,20 @@ fn chrome_and_query_regressions_replay_without_panic() {
         });
         for f in files {
             let input = std::fs::read(&f).expect("regression input");
-            let panics = match query.as_mut() {
-                Some(q) => xlens_fuzz::engine::replay(q, &input),
-                None => xlens_fuzz::targets::chrome::replay(&input),
-            };
+            // Some findings were hangs, not panics: each must answer within the limit.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut q = query.take();
+            std::thread::spawn(move || {
+                let panics = match q.as_mut() {
+                    Some(q) => xlens_fuzz::engine::replay(q, &input),
+                    None => xlens_fuzz::targets::chrome::replay(&input),
+                };
+                let _ = tx.send((panics, q));
+            });
+            let (panics, q) = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("{} did not answer within 60 s", f.display()));
+            query = q;
             assert!(panics.is_empty(), "{} panics: {panics:#?}", f.display());
         }
     }

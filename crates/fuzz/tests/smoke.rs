@@ -18,6 +18,9 @@ fn smoke<T: Target>(target: &mut T, execs: u64) -> Report {
         max_corpus: 512,
         max_entry_len: xlens_fuzz::seeds::MAX_SEED,
         show: 0,
+        max_rss_growth: 256 << 20,
+        max_rss: 4096 << 20,
+        timeout: None,
     };
     let r = fuzz(target, &cfg);
     assert_eq!(r.execs, execs);

@@ -200,11 +200,9 @@ pub struct PeakParams {
 }
 
 impl PeakParams {
-    pub fn user(&self) -> UserPeaks {
-        UserPeaks {
-            flops_per_second: self.peak_flops,
-            bytes_per_second: self.peak_bw,
-        }
+    /// The stated peaks; an error for one that is not a finite positive number.
+    pub fn user(&self) -> Result<UserPeaks, crate::base::tool::ToolError> {
+        UserPeaks::checked(self.peak_flops, self.peak_bw)
     }
 }
 
@@ -213,6 +211,29 @@ impl PeakParams {
 pub struct UserPeaks {
     pub flops_per_second: Option<f64>,
     pub bytes_per_second: Option<f64>,
+}
+
+impl UserPeaks {
+    /// Peaks as stated, each a finite positive number (`1e309` parses as infinity, and a
+    /// roofline with an infinite roof has no scale: the fuzzer found a page that never ended).
+    pub fn checked(
+        flops: Option<f64>,
+        bw: Option<f64>,
+    ) -> Result<UserPeaks, crate::base::tool::ToolError> {
+        for (name, v) in [("peak_flops", flops), ("peak_bw", bw)] {
+            if let Some(x) = v {
+                if !(x.is_finite() && x > 0.0) {
+                    return Err(crate::base::tool::ToolError::Params(format!(
+                        "{name}: `{x}` is not a finite positive number"
+                    )));
+                }
+            }
+        }
+        Ok(UserPeaks {
+            flops_per_second: flops,
+            bytes_per_second: bw,
+        })
+    }
 }
 
 /// The roofs of one host's device.

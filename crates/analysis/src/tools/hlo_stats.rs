@@ -189,7 +189,7 @@ impl Tool for HloStats {
     type Output = HloStatsReport;
 
     fn run(run: &Run, p: &PeakParams) -> Result<HloStatsReport, ToolError> {
-        Ok(report(run, p.user()))
+        Ok(report(run, p.user()?))
     }
     fn text(r: &HloStatsReport) -> String {
         render_text(r)

@@ -338,7 +338,7 @@ impl Tool for OpProfile {
     type Output = OpProfileReport;
 
     fn run(run: &Run, p: &PeakParams) -> Result<OpProfileReport, ToolError> {
-        Ok(report(run, p.user()))
+        Ok(report(run, p.user()?))
     }
     fn text(r: &OpProfileReport) -> String {
         render_text(r)

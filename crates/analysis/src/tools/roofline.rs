@@ -437,10 +437,7 @@ impl Tool for RooflineModel {
     type Output = RooflineReport;
 
     fn run(run: &Run, p: &RooflineParams) -> Result<RooflineReport, ToolError> {
-        let user = UserPeaks {
-            flops_per_second: p.peak_flops,
-            bytes_per_second: p.peak_bw,
-        };
+        let user = UserPeaks::checked(p.peak_flops, p.peak_bw)?;
         Ok(report(run, user, p.step.as_deref()))
     }
     fn text(r: &RooflineReport) -> String {

@@ -289,19 +289,28 @@ fn roofline_svg(h: &HostRoofline) -> Markup {
     let pts: Vec<&RooflinePoint> = h
         .points
         .iter()
-        .filter(|p| p.operational_intensity > 0.0 && p.flop_rate_gflops > 0.0)
+        .filter(|p| {
+            p.operational_intensity > 0.0
+                && p.flop_rate_gflops > 0.0
+                && p.operational_intensity.is_finite()
+                && p.flop_rate_gflops.is_finite()
+        })
         .collect();
     let mut xs: Vec<f64> = pts.iter().map(|p| p.operational_intensity).collect();
     let mut ys: Vec<f64> = pts.iter().map(|p| p.flop_rate_gflops).collect();
-    xs.extend(ridge);
-    ys.extend(peak);
+    // Roofs that are not finite positive numbers are not drawn (nor do they set the scale).
+    let ok = |v: &f64| v.is_finite() && *v > 0.0;
+    xs.extend(ridge.filter(ok));
+    ys.extend(peak.filter(ok));
     if xs.is_empty() || ys.is_empty() {
         return html! { p class="dim" { "Nothing to plot: no op has both FLOPs and bytes." } };
     }
     let lo = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min).log10().floor();
     let hi = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max).log10().ceil();
+    // At most 60 decades per axis (one grid line each), whatever the figures.
     let (x0, x1) = (lo(&xs) - 1.0, hi(&xs) + 1.0);
     let (y0, y1) = (lo(&ys) - 1.0, hi(&ys) + 0.5);
+    let (x0, y0) = (x0.max(x1 - 60.0), y0.max(y1 - 60.0));
     let sx = |x: f64| PL + (x.log10() - x0) / (x1 - x0) * (PW - PL - PR);
     let sy = |y: f64| PT + (1.0 - (y.log10() - y0) / (y1 - y0)) * (PH - PT - PB);
     let f1 = |v: f64| fixed(v, 1);
@@ -320,7 +329,7 @@ fn roofline_svg(h: &HostRoofline) -> Markup {
             text x=((PL + PW - PR) / 2.0) y=(PH - 8.0) text-anchor="middle" { "Operational intensity (FLOP / HBM byte)" }
             text transform=(format!("translate(14 {}) rotate(-90)", (PT + PH - PB) / 2.0)) text-anchor="middle" { "FLOP rate (GFLOP/s)" }
             // Roofs: memory roof y = OI × BW up to the ridge, then the compute roof.
-            @if let (Some(p), Some(r)) = (peak, ridge) {
+            @if let (Some(p), Some(r)) = (peak.filter(ok), ridge.filter(ok)) {
                 @let (xa, xb) = (10f64.powf(x0), 10f64.powf(x1));
                 @let bw = p / r;
                 @let ya = (xa * bw).max(10f64.powf(y0));
