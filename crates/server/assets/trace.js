@@ -557,11 +557,16 @@ window.xlensTrace = {
   rowY: (track, depth) => { const r = trackRow(track); return r ? r.y - state.scrollY + depth * ROW + ROW / 2 : null; },
 };
 
-// Start: the whole trace.
+// Start: the window of the link (`start_ps`/`end_ps`, e.g. a step the advice names), else the
+// whole trace.
 (async () => {
   root.querySelector('.tv-export').href = '/api/trace/export?' + q({});
   resize();
-  const r = await fetch('/api/trace/viewport?' + q({ width: Math.max(1, Math.round(plotW())) }));
+  const want = { width: Math.max(1, Math.round(plotW())) };
+  const [s0, s1] = [Number(params.get('start_ps')), Number(params.get('end_ps'))];
+  const windowed = params.has('start_ps') && params.has('end_ps') && Number.isFinite(s0) && s1 > s0;
+  if (windowed) { want.start_ps = Math.floor(s0); want.end_ps = Math.ceil(s1); }
+  const r = await fetch('/api/trace/viewport?' + q(want));
   const j = await r.json();
   if (!r.ok) { status.textContent = j.error || 'error'; return; }
   state.span = [j.span_start_ps, j.span_end_ps];

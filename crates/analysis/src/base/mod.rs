@@ -2,6 +2,7 @@
 //! imports a tool (`crate::tools`); tools build on these modules and on [`context`], which
 //! computes each derived analysis of a host once and shares it.
 
+pub mod advice;
 pub mod allocators;
 pub mod context;
 pub mod cost_model;

@@ -47,6 +47,8 @@ pub struct Side {
     pub device: String,
     /// Host files that could not be read.
     pub errors: Vec<String>,
+    /// What bounds the compared host's steps.
+    pub advice: Option<crate::base::advice::Advice>,
 }
 
 /// Step-time figures of one side.
@@ -269,6 +271,7 @@ fn memory_peaks(run: &Run, host: usize) -> (BTreeMap<String, i64>, BTreeMap<Stri
 
 fn side(path: &str, run: &Run, host: Option<&HostOverview>, device: String) -> Side {
     Side {
+        advice: host.and_then(|h| h.advice.clone()),
         path: path.to_string(),
         run: run.name().to_string(),
         hosts: run.hosts.len(),
@@ -479,6 +482,21 @@ fn verdict_lines(d: &Diff) -> Vec<String> {
             d.ops.faster,
             parts.join(", ")
         ));
+    }
+    match (&d.base.advice, &d.new.advice) {
+        (Some(b), Some(n)) if b.bottleneck == n.bottleneck => v.push(format!(
+            "both {}: BASE {}; NEW {}",
+            n.bottleneck.as_str(),
+            b.summary,
+            n.summary
+        )),
+        (b, n) => {
+            let s = |a: &Option<crate::base::advice::Advice>| {
+                a.as_ref()
+                    .map_or("no advice".to_string(), |a| a.summary.clone())
+            };
+            v.push(format!("BASE {}; NEW {}", s(b), s(n)));
+        }
     }
     if let Some(delta) = d.peak_memory.delta {
         v.push(format!(

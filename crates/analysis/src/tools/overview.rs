@@ -117,6 +117,8 @@ pub struct HostOverview {
     pub recommendations: Vec<Recommendation>,
     /// Peak memory against the device's capacity, when the profile states the capacity.
     pub memory_headroom: Option<crate::base::headroom::Headroom>,
+    /// What bounds the steps ([`crate::base::advice`]).
+    pub advice: Option<crate::base::advice::Advice>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -313,6 +315,7 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
         top_ops: ops.ops.iter().take(TOP_OPS).cloned().collect(),
         recommendations: rec,
         memory_headroom: headroom,
+        advice: crate::base::advice::advise(a),
     }
 }
 
@@ -345,6 +348,7 @@ fn failed(host: &str, e: String) -> HostOverview {
         op_count: 0,
         recommendations: Vec::new(),
         memory_headroom: None,
+        advice: None,
     }
 }
 
@@ -436,6 +440,14 @@ pub fn render_text(o: &Overview) -> String {
         ));
         for r in &h.recommendations {
             t.push_str(&format!("  * {} ({})\n", r.text, r.evidence));
+        }
+        if let Some(a) = &h.advice {
+            t.push_str(&format!("  advice: {} (over {})\n", a.summary, a.basis));
+            t.push_str(&format!("    {} See `{}`", a.suggestion, a.tool));
+            if let (Some(step), Some((s0, s1))) = (&a.worst_step, a.window_ps) {
+                t.push_str(&format!(", step {step} [{s0} ps, {s1} ps]"));
+            }
+            t.push('\n');
         }
     }
     t

@@ -56,6 +56,8 @@ pub struct HostReport {
     pub steps: Option<Steps>,
     pub top_ops_source: Option<OpSource>,
     pub top_ops_source_description: Option<&'static str>,
+    /// What bounds the steps ([`crate::base::advice`]).
+    pub advice: Option<crate::base::advice::Advice>,
     /// The ops with most self time, at most [`TOP_OPS`]; `op_count` says how many there are.
     pub top_ops: Vec<OpTime>,
     pub op_count: usize,
@@ -84,6 +86,7 @@ impl HostReport {
             steps: None,
             top_ops_source: None,
             top_ops_source_description: None,
+            advice: None,
             top_ops: Vec::new(),
             op_count: 0,
             total_op_self_time_ps: 0,
@@ -132,6 +135,7 @@ pub fn host_report(host: &str, file: &str, bytes: u64, a: &Analysis) -> HostRepo
         steps: Some(a.steps().as_ref().clone()),
         top_ops_source: ops.source,
         top_ops_source_description: ops.source.map(|s| s.describe()),
+        advice: crate::base::advice::advise(a),
         top_ops: ops.ops.iter().take(TOP_OPS).cloned().collect(),
         op_count,
         total_op_self_time_ps: ops.total_self_time_ps,
@@ -273,6 +277,13 @@ pub fn render_text(r: &Report) -> String {
                         "    steps: none found (no `step_num` annotations, no device `Steps` line)"
                     );
                 }
+            }
+            if let Some(a) = &h.advice {
+                let _ = writeln!(
+                    o,
+                    "    advice: {} (over {}); see `{}`",
+                    a.summary, a.basis, a.tool
+                );
             }
             match h.top_ops_source {
                 Some(src) => {

@@ -9,7 +9,7 @@ use xlens_analysis::base::step_db::{Category, StepRow};
 use xlens_analysis::tools::overview::{HostOverview, Overview};
 
 use super::chart::{f1, stacked_bars, Frame, LEFT, RIGHT, W};
-use super::ui::{error_box, fmt_ps, script_json, Cell, Table};
+use super::ui::{error_box, fmt_ps, script_json, Cell, Table, Url};
 use super::Cx;
 
 /// Colours of the breakdown categories, in order.
@@ -18,11 +18,11 @@ const COLORS: [&str; 9] = [
     "#bab0ac",
 ];
 
-pub fn view(v: &Overview, _: &Cx) -> Markup {
+pub fn view(v: &Overview, cx: &Cx) -> Markup {
     html! {
         h1 { "Overview: run " (v.run) }
         p { (v.host_count) " host(s); device " (v.device_type) "; " (v.devices_participated) " device(s) participated." }
-        @for h in &v.hosts { (host(h, v.categories)) }
+        @for h in &v.hosts { (host(h, v.categories, cx)) }
         script type="module" src="/static/stepchart.js" {}
         h3 { "Steps" }
         (steps_table(v))
@@ -120,7 +120,7 @@ fn chart_of(rows: &[StepBar], labels: &[&'static str], mean_ps: i64) -> Markup {
     }
 }
 
-fn host(h: &HostOverview, cats: &[Category]) -> Markup {
+fn host(h: &HostOverview, cats: &[Category], cx: &Cx) -> Markup {
     let st = &h.steps.figures;
     let top_ops = Table::new("sortable")
         .col("op", |op: &&OpMetric| Cell::text(&op.name))
@@ -165,6 +165,27 @@ fn host(h: &HostOverview, cats: &[Category]) -> Markup {
                     }
                 }
                 @if let Some(m) = &h.memory_headroom { p { "Memory: " (m.statement) } }
+                @if let Some(a) = &h.advice {
+                    h3 { "Advice" }
+                    p class="advice" {
+                        b { (a.bottleneck.as_str()) } ": " (a.summary) " " span class="dim" { "(over " (a.basis) ")" }
+                    }
+                    p { (a.suggestion) " "
+                        a href=(Url::page(cx.session, a.tool).with_opt("host", cx.host)) { "Open " (a.tool) }
+                        @if let (Some(step), Some((s0, s1))) = (&a.worst_step, a.window_ps) {
+                            " · "
+                            a href=(Url::page(cx.session, "trace_viewer").with_opt("host", cx.host).with("start_ps", &s0.to_string()).with("end_ps", &s1.to_string())) {
+                                "trace of step " (step)
+                            }
+                        }
+                    }
+                    p class="dim" {
+                        @for (i, f) in a.figures.iter().enumerate() {
+                            @if i > 0 { " · " }
+                            (f.name) " " (format!("{:.1}%", f.percent))
+                        }
+                    }
+                }
                 h3 { "Recommendations" }
                 ul { @for r in &h.recommendations { li { (r.text) " " span class="dim" { "(" (r.evidence) ")" } } } }
                 h3 { "Top ops by self time (" (h.op_count) " ops in all)" }

@@ -1,0 +1,310 @@
+//! Advice: what bounds a host's steps, with the figures behind it. The rules, in the order they
+//! are tried, with their thresholds (all shares are of the summed step time of the compared
+//! steps: XProf-compatible steps, else every annotated step, else the profile's span):
+//!
+//! 1. **input-bound** when input (host waiting for input, host-to-device copies, device waiting
+//!    for the host: the step breakdown's `input` category) is at least [`INPUT_PCT`]%.
+//! 2. **collective-bound** when exposed collective communication is at least
+//!    [`COLLECTIVE_PCT`]%: for PyTorch traces, the time communication kernels run while no
+//!    computation kernel does (HTA's kernel types); for XSpace, the breakdown's
+//!    `device_collectives` category (NCCL kernels in the step).
+//! 3. **host-bound** (launch or Python overhead) when the device is busy less than
+//!    [`BUSY_PCT`]% of the step time and the host is not waiting for input: on GPU/TPU, device
+//!    work in the steps (kernels, copies, collectives); on CPU-only profiles, where the XLA ops
+//!    run on host threads, the ops' self time (the rest is Python and dispatch).
+//! 4. **idle** when nothing is busy: device busy and host compute both under [`IDLE_PCT`]%.
+//! 5. Otherwise the device is the limit: **memory-bandwidth-bound** when at least
+//!    [`MEMORY_BOUND_PCT`]% of op time is in ops the cost model puts under the memory roof,
+//!    else **compute-bound**.
+//!
+//! Each advice names the tool to open and, where there is one, the step whose figure is the
+//! worst (its trace window).
+
+use serde::Serialize;
+
+use crate::base::context::Analysis;
+use crate::base::device::DeviceKind;
+use crate::base::step_db::{StepRow, CATEGORIES};
+
+/// Input share from which a host is input-bound (XProf calls 20% "highly input-bound").
+pub const INPUT_PCT: f64 = 20.0;
+/// Exposed collective share from which a host is collective-bound.
+pub const COLLECTIVE_PCT: f64 = 20.0;
+/// Device-busy share under which a host is host-bound.
+pub const BUSY_PCT: f64 = 50.0;
+/// Under this, device busy and host compute both: idle.
+pub const IDLE_PCT: f64 = 5.0;
+/// Share of op time in memory-bound ops from which a host is memory-bandwidth-bound.
+pub const MEMORY_BOUND_PCT: f64 = 50.0;
+
+/// What bounds the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bottleneck {
+    InputBound,
+    CollectiveBound,
+    HostBound,
+    Idle,
+    MemoryBandwidthBound,
+    ComputeBound,
+}
+
+impl Bottleneck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bottleneck::InputBound => "input-bound",
+            Bottleneck::CollectiveBound => "collective-bound",
+            Bottleneck::HostBound => "host-bound",
+            Bottleneck::Idle => "idle",
+            Bottleneck::MemoryBandwidthBound => "memory-bandwidth-bound",
+            Bottleneck::ComputeBound => "compute-bound",
+        }
+    }
+}
+
+/// One figure the advice rests on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    pub name: &'static str,
+    /// Percent of step time (or of op time for `memory_bound_op_pct`).
+    pub percent: f64,
+}
+
+/// The advice for one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    pub bottleneck: Bottleneck,
+    /// One sentence: the verdict and the figure that decided it.
+    pub summary: String,
+    /// What to try.
+    pub suggestion: String,
+    /// Every figure the rules looked at.
+    pub figures: Vec<Figure>,
+    /// What the shares are of (`N steps, X ps` or the span).
+    pub basis: String,
+    /// The tool that shows it.
+    pub tool: &'static str,
+    /// The step where the deciding figure is largest: its name and trace window.
+    pub worst_step: Option<String>,
+    pub window_ps: Option<(i64, i64)>,
+}
+
+fn cat(id: &str) -> usize {
+    CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0)
+}
+
+fn pct(part: i64, whole: i64) -> f64 {
+    if whole <= 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
+    }
+}
+
+/// The advice for one host; `None` for a profile with no time at all.
+pub fn advise(a: &Analysis) -> Option<Advice> {
+    let db = a.step_db();
+    let steps: &[StepRow] = if db.steps.is_empty() {
+        &db.steps_all
+    } else {
+        &db.steps
+    };
+    let om = a.op_metrics();
+    let kind = a.device().kind;
+    let total: i64 = steps
+        .iter()
+        .map(|s| s.duration_ps)
+        .fold(0, i64::saturating_add);
+    let (whole, basis) = if total > 0 {
+        (total, format!("{} steps", steps.len()))
+    } else {
+        let span = a.profile().span().map_or(0, |(s, e)| e.saturating_sub(s));
+        (span, "the whole profile (no steps)".to_string())
+    };
+    if whole <= 0 {
+        return None;
+    }
+    let sum_cat = |id: &str| -> i64 {
+        let i = cat(id);
+        steps
+            .iter()
+            .map(|s| s.breakdown_ps.get(i).copied().unwrap_or(0))
+            .fold(0, i64::saturating_add)
+    };
+    let input = pct(sum_cat("input"), whole);
+    let host_compute = pct(sum_cat("host_compute"), whole);
+
+    // Exposed collectives.
+    let hta = a.hta();
+    let collective = if !hta.events.is_empty() {
+        let p = a.profile();
+        let (mut comm, mut comp) = (Vec::new(), Vec::new());
+        for e in hta.gpu() {
+            match crate::base::hta::kernel_type(p.str(e.name)) {
+                crate::base::hta::KernelType::Communication => comm.push((e.start_ps, e.end_ps)),
+                crate::base::hta::KernelType::Computation => comp.push((e.start_ps, e.end_ps)),
+                _ => {}
+            }
+        }
+        // Only what falls inside the steps counts against the step time.
+        if let (Some(f), Some(l)) = (steps.first(), steps.last()) {
+            let (lo, hi) = (f.begin_ps, l.begin_ps.saturating_add(l.duration_ps));
+            let clip = |v: &mut Vec<(i64, i64)>| {
+                v.retain_mut(|iv| {
+                    iv.0 = iv.0.max(lo);
+                    iv.1 = iv.1.min(hi);
+                    iv.0 < iv.1
+                })
+            };
+            clip(&mut comm);
+            clip(&mut comp);
+        }
+        let (comm, comp) = (crate::base::hta::union(comm), crate::base::hta::union(comp));
+        let exposed = crate::base::hta::total(&comm) - crate::base::hta::overlap(&comm, &comp);
+        pct(exposed, whole)
+    } else {
+        pct(sum_cat("device_collectives"), whole)
+    };
+
+    // Device busy.
+    let busy = match kind {
+        DeviceKind::Cpu => pct(om.total_self_time_ps, whole),
+        _ if total > 0 => pct(
+            sum_cat("device_compute")
+                .saturating_add(sum_cat("device_collectives"))
+                .saturating_add(sum_cat("device_to_device")),
+            whole,
+        ),
+        _ => {
+            let busy: i64 = om.devices.iter().map(|d| d.busy_ps).sum();
+            let span: i64 = om.devices.iter().map(|d| d.span_ps).sum();
+            pct(busy, span)
+        }
+    };
+
+    // Memory-bound share of op time (ops with a cost model only), needed only when the device is
+    // the limit (it builds the op table, the costliest of these figures).
+    let device_limited = input < INPUT_PCT && collective < COLLECTIVE_PCT && busy >= BUSY_PCT;
+    let memory_bound = if device_limited {
+        let ops = a.hlo_ops(Default::default());
+        let (mut mem, mut all) = (0i64, 0i64);
+        for r in ops.ops.iter().filter(|r| r.bound_by != "Unknown") {
+            all = all.saturating_add(r.self_time_ps);
+            if r.bound_by == "HBM" {
+                mem = mem.saturating_add(r.self_time_ps);
+            }
+        }
+        (all > 0).then(|| pct(mem, all))
+    } else {
+        None
+    };
+    let mut figures = vec![
+        Figure {
+            name: "input_pct",
+            percent: input,
+        },
+        Figure {
+            name: "exposed_collective_pct",
+            percent: collective,
+        },
+        Figure {
+            name: "device_busy_pct",
+            percent: busy,
+        },
+        Figure {
+            name: "host_compute_pct",
+            percent: host_compute,
+        },
+    ];
+    if let Some(m) = memory_bound {
+        figures.push(Figure {
+            name: "memory_bound_op_pct",
+            percent: m,
+        });
+    }
+    let device = match kind {
+        DeviceKind::Cpu => "the ops (on host threads)",
+        _ => "the device",
+    };
+    let worst = |id: &str| {
+        let i = cat(id);
+        steps
+            .iter()
+            .max_by_key(|s| s.breakdown_ps.get(i).copied().unwrap_or(0))
+            .map(|s| (s.name.clone(), (s.begin_ps, s.begin_ps + s.duration_ps)))
+    };
+    let least_busy = || {
+        steps
+            .iter()
+            .min_by_key(|s| {
+                let b = s
+                    .breakdown_ps
+                    .get(cat("device_compute"))
+                    .copied()
+                    .unwrap_or(0);
+                (b as f64 / s.duration_ps.max(1) as f64 * 1e6) as i64
+            })
+            .map(|s| (s.name.clone(), (s.begin_ps, s.begin_ps + s.duration_ps)))
+    };
+    let (bottleneck, summary, suggestion, tool, w) = if input >= INPUT_PCT {
+        (
+            Bottleneck::InputBound,
+            format!("input-bound: {input:.1}% of step time waits for input (threshold {INPUT_PCT}%)"),
+            "Make the input pipeline faster or overlap it with compute: prefetch, more loader workers or parallel calls, cache decoded data, move preprocessing off the critical path.",
+            "input_pipeline",
+            worst("input"),
+        )
+    } else if collective >= COLLECTIVE_PCT {
+        (
+            Bottleneck::CollectiveBound,
+            format!("collective-bound: {collective:.1}% of step time is communication not overlapped with computation (threshold {COLLECTIVE_PCT}%)"),
+            "Overlap communication with computation (bucketing, async collectives, FSDP prefetch), shrink what is exchanged (gradient compression, lower precision), or change the sharding.",
+            "comm_comp_overlap",
+            worst("device_collectives"),
+        )
+    } else if busy < IDLE_PCT && host_compute < IDLE_PCT {
+        (
+            Bottleneck::Idle,
+            format!("idle: {device} busy {busy:.1}% and host compute {host_compute:.1}% of step time (both under {IDLE_PCT}%)"),
+            "The steps are mostly waiting on something the profile does not show (sleep, I/O, another process): capture with the Python tracer or look at the trace viewer's gaps.",
+            "trace_viewer",
+            least_busy(),
+        )
+    } else if busy < BUSY_PCT {
+        (
+            Bottleneck::HostBound,
+            format!("host-bound: {device} busy only {busy:.1}% of step time (threshold {BUSY_PCT}%); the rest is launch, dispatch or Python overhead"),
+            "Give the device bigger pieces of work: jit/compile larger functions, fuse small ops, raise the batch size, use CUDA graphs, move Python work out of the step.",
+            "trace_viewer",
+            least_busy(),
+        )
+    } else if memory_bound.is_some_and(|m| m >= MEMORY_BOUND_PCT) {
+        let m = memory_bound.unwrap_or(0.0);
+        (
+            Bottleneck::MemoryBandwidthBound,
+            format!("memory-bandwidth-bound: {device} busy {busy:.1}% of step time and {m:.1}% of op time is in ops under the memory roof (threshold {MEMORY_BOUND_PCT}%)"),
+            "Move fewer bytes: fuse element-wise ops, use lower precision, better layouts; the roofline shows which ops sit under the memory roof.",
+            "roofline_model",
+            worst("device_compute"),
+        )
+    } else {
+        (
+            Bottleneck::ComputeBound,
+            format!("compute-bound: {device} busy {busy:.1}% of step time (at least {BUSY_PCT}%)"),
+            "The device is the limit: look at the costliest ops (op profile) for lower precision, better kernels or less work per step.",
+            "op_profile",
+            worst("device_compute"),
+        )
+    };
+    figures.retain(|f| f.percent.is_finite());
+    Some(Advice {
+        bottleneck,
+        summary,
+        suggestion: suggestion.to_string(),
+        figures,
+        basis,
+        tool,
+        worst_step: w.as_ref().map(|x| x.0.clone()),
+        window_ps: w.map(|x| x.1),
+    })
+}

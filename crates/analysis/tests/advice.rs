@@ -1,0 +1,84 @@
+//! Advice on profiles whose bottleneck is known by construction
+//! (`fixtures/logdir_bottlenecks/`, written by `tests/gen/bottlenecks.py`: see its README for
+//! how each was made and what XProf 2.24.2 says about them) and on the other real fixtures.
+
+mod common;
+
+use common::{analysis, root};
+use xlens_analysis::base::advice::{advise, Advice, Bottleneck, BUSY_PCT, INPUT_PCT};
+
+fn advice_of(rel: &str) -> Advice {
+    let dir = root().join(rel);
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains(".xplane.pb"))
+        .unwrap();
+    let p = xlens_analysis::base::load::load_path(&file, xlens_store::Format::XSpace).unwrap();
+    advise(&analysis(p)).expect("advice")
+}
+
+fn figure(a: &Advice, name: &str) -> f64 {
+    a.figures.iter().find(|f| f.name == name).unwrap().percent
+}
+
+#[test]
+fn input_bound_by_construction() {
+    // Each step sleeps 30 ms inside `IteratorGetNext` before a tiny jitted step: XProf says
+    // "HIGHLY input-bound, 97.9%".
+    let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/input_bound");
+    assert_eq!(a.bottleneck, Bottleneck::InputBound, "{}", a.summary);
+    assert!(figure(&a, "input_pct") > 90.0);
+    assert_eq!(a.tool, "input_pipeline");
+    // The worst step's trace window is a real step of the profile.
+    let (s, e) = a.window_ps.unwrap();
+    assert!(e - s > 30_000_000_000, "a step holds the 30 ms sleep");
+}
+
+#[test]
+fn host_bound_by_construction() {
+    // 200 tiny jitted ops dispatched one by one per step: XProf's input analysis calls it
+    // "potentially input-bound" (18% All others); the ops run a small share of the step.
+    let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/host_bound");
+    assert_eq!(a.bottleneck, Bottleneck::HostBound, "{}", a.summary);
+    assert!(figure(&a, "device_busy_pct") < BUSY_PCT);
+    assert!(figure(&a, "input_pct") < INPUT_PCT);
+}
+
+#[test]
+fn compute_bound_by_construction() {
+    // One large jitted MLP step per step; with async dispatch the step breakdown puts half of
+    // it in "All others", but the ops' own time covers the steps either way.
+    for run in ["compute_bound", "compute_bound_sync"] {
+        let a = advice_of(&format!(
+            "fixtures/logdir_bottlenecks/plugins/profile/{run}"
+        ));
+        assert_eq!(
+            a.bottleneck,
+            Bottleneck::ComputeBound,
+            "{run}: {}",
+            a.summary
+        );
+        assert!(figure(&a, "device_busy_pct") >= BUSY_PCT, "{run}");
+    }
+}
+
+#[test]
+fn every_fixture_gets_advice_with_its_figures() {
+    for run in [
+        "jax_mlp_small",
+        "jax_tfm_small",
+        "tf_keras_cnn_small",
+        "tf_keras_mlp_xla_small",
+        "tpu_inference",
+        "gpu_multi_worker",
+    ] {
+        let a = advice_of(&format!("fixtures/logdir/plugins/profile/{run}"));
+        assert!(!a.summary.is_empty() && !a.suggestion.is_empty(), "{run}");
+        assert!(
+            a.figures.iter().all(|f| (0.0..=100.0).contains(&f.percent)),
+            "{run}"
+        );
+    }
+}
