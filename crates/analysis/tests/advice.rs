@@ -34,6 +34,14 @@ fn input_bound_by_construction() {
     // The worst step's trace window is a real step of the profile.
     let (s, e) = a.window_ps.unwrap();
     assert!(e - s > 30_000_000_000, "a step holds the 30 ms sleep");
+    // Every step sleeps: one range over the 8 XProf-compatible steps (train 1 to train 8).
+    assert_eq!(a.step_ranges.len(), 1);
+    let r = &a.step_ranges[0];
+    assert_eq!(
+        (r.first_step.as_str(), r.last_step.as_str(), r.steps),
+        ("train 1", "train 8", 8)
+    );
+    assert_eq!(r.bottleneck, Bottleneck::InputBound);
 }
 
 #[test]

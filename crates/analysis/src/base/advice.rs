@@ -18,7 +18,9 @@
 //!    else **compute-bound**.
 //!
 //! Each advice names the tool to open and, where there is one, the step whose figure is the
-//! worst (its trace window).
+//! worst (its trace window); and the same rules (1 to 4) on each step's own figures give the
+//! ranges of consecutive steps with one verdict (`step_ranges`), for runs whose bottleneck
+//! changes along the way.
 
 use serde::Serialize;
 
@@ -87,6 +89,96 @@ pub struct Advice {
     /// The step where the deciding figure is largest: its name and trace window.
     pub worst_step: Option<String>,
     pub window_ps: Option<(i64, i64)>,
+    /// Runs of consecutive steps with the same verdict by rules 1 to 4 on each step's own
+    /// figures (steps the device bounds are `compute-bound` here): where the run changes.
+    pub step_ranges: Vec<StepRange>,
+}
+
+/// Consecutive steps with one verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRange {
+    pub first_step: String,
+    pub last_step: String,
+    pub steps: usize,
+    pub bottleneck: Bottleneck,
+    pub window_ps: (i64, i64),
+}
+
+/// Rules 1 to 4 on one step's shares; `ComputeBound` when the device is the limit.
+fn classify(input: f64, collective: f64, busy: f64, host_compute: f64) -> Bottleneck {
+    if input >= INPUT_PCT {
+        Bottleneck::InputBound
+    } else if collective >= COLLECTIVE_PCT {
+        Bottleneck::CollectiveBound
+    } else if busy < IDLE_PCT && host_compute < IDLE_PCT {
+        Bottleneck::Idle
+    } else if busy < BUSY_PCT {
+        Bottleneck::HostBound
+    } else {
+        Bottleneck::ComputeBound
+    }
+}
+
+/// CPU-only profiles: the ops' time in each step (by the step's start), from the op events
+/// binned by step.
+fn cpu_busy_by_step(a: &Analysis) -> Option<std::collections::HashMap<i64, i64>> {
+    a.step_ops().map(|bins| {
+        let mut by_start = std::collections::HashMap::new();
+        for &(si, _, d) in &bins.events {
+            if let Some(st) = bins.steps.steps.get(si as usize) {
+                let e = by_start.entry(st.start_ps).or_insert(0i64);
+                *e = e.saturating_add(d);
+            }
+        }
+        by_start
+    })
+}
+
+/// Each step classified, consecutive equal verdicts merged.
+fn step_ranges(a: &Analysis, steps: &[StepRow], kind: DeviceKind) -> Vec<StepRange> {
+    let cpu_busy = match kind {
+        DeviceKind::Cpu => cpu_busy_by_step(a),
+        _ => None,
+    };
+    if kind == DeviceKind::Cpu && cpu_busy.is_none() {
+        return Vec::new();
+    }
+    let mut out: Vec<StepRange> = Vec::new();
+    for st in steps {
+        let of = |id: &str| st.breakdown_ps.get(cat(id)).copied().unwrap_or(0);
+        let d = st.duration_ps;
+        let busy = match &cpu_busy {
+            Some(m) => pct(m.get(&st.begin_ps).copied().unwrap_or(0), d),
+            None => pct(
+                of("device_compute")
+                    .saturating_add(of("device_collectives"))
+                    .saturating_add(of("device_to_device")),
+                d,
+            ),
+        };
+        let b = classify(
+            pct(of("input"), d),
+            pct(of("device_collectives"), d),
+            busy,
+            pct(of("host_compute"), d),
+        );
+        let end = st.begin_ps.saturating_add(d);
+        match out.last_mut() {
+            Some(r) if r.bottleneck == b => {
+                r.last_step.clone_from(&st.name);
+                r.steps += 1;
+                r.window_ps.1 = end;
+            }
+            _ => out.push(StepRange {
+                first_step: st.name.clone(),
+                last_step: st.name.clone(),
+                steps: 1,
+                bottleneck: b,
+                window_ps: (st.begin_ps, end),
+            }),
+        }
+    }
+    out
 }
 
 fn cat(id: &str) -> usize {
@@ -168,7 +260,17 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
 
     // Device busy.
     let busy = match kind {
-        DeviceKind::Cpu => pct(om.total_self_time_ps, whole),
+        // The ops' time in the compared steps when they can be binned, else all op time.
+        DeviceKind::Cpu => match cpu_busy_by_step(a) {
+            Some(m) if total > 0 => pct(
+                steps
+                    .iter()
+                    .map(|s| m.get(&s.begin_ps).copied().unwrap_or(0))
+                    .fold(0, i64::saturating_add),
+                whole,
+            ),
+            _ => pct(om.total_self_time_ps, whole),
+        },
         _ if total > 0 => pct(
             sum_cat("device_compute")
                 .saturating_add(sum_cat("device_collectives"))
@@ -306,5 +408,6 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         tool,
         worst_step: w.as_ref().map(|x| x.0.clone()),
         window_ps: w.map(|x| x.1),
+        step_ranges: step_ranges(a, steps, kind),
     })
 }

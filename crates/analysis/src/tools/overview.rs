@@ -448,6 +448,17 @@ pub fn render_text(o: &Overview) -> String {
                 t.push_str(&format!(", step {step} [{s0} ps, {s1} ps]"));
             }
             t.push('\n');
+            if a.step_ranges.len() > 1 {
+                for r in &a.step_ranges {
+                    t.push_str(&format!(
+                        "    {} to {} ({} steps): {}\n",
+                        r.first_step,
+                        r.last_step,
+                        r.steps,
+                        r.bottleneck.as_str()
+                    ));
+                }
+            }
         }
     }
     t

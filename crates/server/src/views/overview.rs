@@ -179,6 +179,18 @@ fn host(h: &HostOverview, cats: &[Category], cx: &Cx) -> Markup {
                             }
                         }
                     }
+                    @if a.step_ranges.len() > 1 {
+                        ul class="advice-ranges" {
+                            @for r in &a.step_ranges {
+                                li {
+                                    a href=(Url::page(cx.session, "trace_viewer").with_opt("host", cx.host).with("start_ps", &r.window_ps.0.to_string()).with("end_ps", &r.window_ps.1.to_string())) {
+                                        (r.first_step) " to " (r.last_step)
+                                    }
+                                    " (" (r.steps) " steps): " (r.bottleneck.as_str())
+                                }
+                            }
+                        }
+                    }
                     p class="dim" {
                         @for (i, f) in a.figures.iter().enumerate() {
                             @if i > 0 { " · " }
