@@ -168,6 +168,30 @@ fn a_run_against_itself_changes_nothing() {
 }
 
 #[test]
+fn framework_ops_are_matched_by_name() {
+    // TensorFlow: the Keras CNN against itself (every op unchanged), then against the XLA MLP
+    // (different models: the CNN's conv ops are removed).
+    let (cnn, mlp) = (
+        common::fixture_file("tf_keras_cnn_small"),
+        common::fixture_file("tf_keras_mlp_xla_small"),
+    );
+    let same = diff_of(&cnn, &cnn, OpsScope::All);
+    assert!(same.framework_ops.rows.len() > 10);
+    assert!(same
+        .framework_ops
+        .rows
+        .iter()
+        .all(|r| r.change == "unchanged" && r.delta_ps == 0));
+    let d = diff_of(&cnn, &mlp, OpsScope::All);
+    assert!(d
+        .framework_ops
+        .rows
+        .iter()
+        .any(|r| r.key.contains("conv2d") && r.change == "removed"));
+    assert!(compare::render_text(&d).contains("== Framework ops"));
+}
+
+#[test]
 fn two_jax_profiles_of_different_models() {
     // An MLP against a transformer (both JAX on CPU): different programs, so their ops are
     // added and removed rather than matched; peak memory per module is listed on both sides.

@@ -135,6 +135,8 @@ pub struct Diff {
     pub duty_cycle_percent: Delta,
     pub flop_utilization_percent: Delta,
     pub ops: OpsDiff,
+    /// Host framework ops (TensorFlow ops, PyTorch CPU ops, ...), matched by name.
+    pub framework_ops: OpsDiff,
     pub memory: Vec<MemoryDiff>,
     /// Largest peak over [`Diff::memory`] on each side (modules when there are any, else
     /// allocators).
@@ -367,6 +369,7 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         hn.as_ref().map_or(usize::MAX, |x| x.0),
     );
     let ops = ops::diff(base, ib, new, inew, scope);
+    let framework_ops = ops::framework_diff(base, ib, new, inew);
 
     let (mb, ab) = memory_peaks(base, ib);
     let (mn, an) = memory_peaks(new, inew);
@@ -403,6 +406,7 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         duty_cycle_percent: duty,
         flop_utilization_percent: flops,
         ops,
+        framework_ops,
         memory,
         peak_memory,
         verdict: Vec::new(),
@@ -651,54 +655,59 @@ fn render(d: &Diff, md: bool) -> String {
             ],
         );
     }
-    h(&mut o, &format!("Ops ({})", d.ops.source));
-    o.push_str(&format!(
+    for (title, od) in [("Ops", &d.ops), ("Framework ops", &d.framework_ops)] {
+        if od.rows.is_empty() {
+            continue;
+        }
+        h(&mut o, &format!("{title} ({})", od.source));
+        o.push_str(&format!(
         "{}{} matched, {} added, {} removed, {} slower, {} faster, {} unchanged (a change is over {}% and {}); {} rows{}\n",
         if md { "" } else { "  " },
-        d.ops.matched,
-        d.ops.added,
-        d.ops.removed,
-        d.ops.slower,
-        d.ops.faster,
-        d.ops.unchanged,
+        od.matched,
+        od.added,
+        od.removed,
+        od.slower,
+        od.faster,
+        od.unchanged,
         ops::OP_CHANGE_PCT,
         fmt_ps(ops::OP_CHANGE_MIN_PS),
-        d.ops.rows.len(),
-        if d.ops.rows.len() > 25 {
+        od.rows.len(),
+        if od.rows.len() > 25 {
             ", the 25 largest changes shown (all in --json)"
         } else {
             ""
         }
     ));
-    if md {
-        o.push('\n');
-    }
-    head(&mut o, &["op", "BASE", "NEW", "delta", "change"]);
-    let side = |count: u64, ps: i64| {
-        if count == 0 {
-            "–".to_string()
-        } else {
-            format!("{} ×{count}", fmt_ps(ps))
+        if md {
+            o.push('\n');
         }
-    };
-    for r in d.ops.rows.iter().take(25) {
-        // Kernel names run to kilobytes: the text cuts them (the JSON has them whole).
-        let limit = if md { 100 } else { 60 };
-        let name = if r.name.chars().count() <= limit {
-            r.name.clone()
-        } else {
-            format!("{}…", r.name.chars().take(limit - 1).collect::<String>())
+        head(&mut o, &["op", "BASE", "NEW", "delta", "change"]);
+        let side = |count: u64, ps: i64| {
+            if count == 0 {
+                "–".to_string()
+            } else {
+                format!("{} ×{count}", fmt_ps(ps))
+            }
         };
-        row(
-            &mut o,
-            &[
-                if md { name.replace('|', "\\|") } else { name },
-                side(r.base_count, r.base_ps),
-                side(r.new_count, r.new_ps),
-                signed_ps(r.delta_ps),
-                r.change.clone(),
-            ],
-        );
+        for r in od.rows.iter().take(25) {
+            // Kernel names run to kilobytes: the text cuts them (the JSON has them whole).
+            let limit = if md { 100 } else { 60 };
+            let name = if r.name.chars().count() <= limit {
+                r.name.clone()
+            } else {
+                format!("{}…", r.name.chars().take(limit - 1).collect::<String>())
+            };
+            row(
+                &mut o,
+                &[
+                    if md { name.replace('|', "\\|") } else { name },
+                    side(r.base_count, r.base_ps),
+                    side(r.new_count, r.new_ps),
+                    signed_ps(r.delta_ps),
+                    r.change.clone(),
+                ],
+            );
+        }
     }
     if !d.memory.is_empty() {
         h(&mut o, "Memory peaks");

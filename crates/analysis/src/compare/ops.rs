@@ -249,6 +249,43 @@ pub fn diff(base: &Run, ib: usize, new: &Run, inew: usize, scope: OpsScope) -> O
     } else {
         format!("BASE: {sb}; NEW: {sn}")
     };
+    diff_maps(&b, &n, source)
+}
+
+/// The host framework ops (TensorFlow ops, PyTorch CPU ops, JAX name scopes of XLA ops run on
+/// host threads) of one host, by name, with their self time.
+pub fn framework_ops(a: &Analysis) -> BTreeMap<String, OpSum> {
+    let mut out: BTreeMap<String, OpSum> = BTreeMap::new();
+    for op in a.host_framework_ops().0.iter() {
+        let s = out.entry(op.name.clone()).or_insert_with(|| OpSum {
+            name: op.name.clone(),
+            ..OpSum::default()
+        });
+        s.count += op.occurrences;
+        s.ps = s.ps.saturating_add(op.self_time_ps);
+    }
+    out
+}
+
+/// Matches the host framework ops of host `ib` of `base` with those of host `inew` of `new`.
+pub fn framework_diff(base: &Run, ib: usize, new: &Run, inew: usize) -> OpsDiff {
+    let of = |run: &Run, i: usize| match run.hosts.get(i).map(|h| &h.analysis) {
+        Some(Ok(a)) => framework_ops(a),
+        _ => BTreeMap::new(),
+    };
+    diff_maps(
+        &of(base, ib),
+        &of(new, inew),
+        "host framework ops by name, self time".to_string(),
+    )
+}
+
+/// Two keyed op tables side by side.
+pub fn diff_maps(
+    b: &BTreeMap<String, OpSum>,
+    n: &BTreeMap<String, OpSum>,
+    source: String,
+) -> OpsDiff {
     let keys: std::collections::BTreeSet<&String> = b.keys().chain(n.keys()).collect();
     let mut rows: Vec<OpDiff> = keys
         .into_iter()

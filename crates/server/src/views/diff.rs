@@ -119,15 +119,16 @@ pub fn panel(d: &Diff, tool: &str) -> Markup {
                 }
             }
             @if show_ops {
-                h3 { "Ops (" (d.ops.source) ")" }
+                @let od = if tool == "framework_op_stats" && !d.framework_ops.rows.is_empty() { &d.framework_ops } else { &d.ops };
+                h3 { "Ops (" (od.source) ")" }
                 p class="dim" {
-                    (d.ops.matched) " matched, " (d.ops.added) " added, " (d.ops.removed) " removed, "
-                    (d.ops.slower) " slower, " (d.ops.faster) " faster, " (d.ops.unchanged) " unchanged"
-                    @if d.ops.rows.len() > MAX_OP_ROWS {
-                        "; the " (MAX_OP_ROWS) " largest changes of " (d.ops.rows.len()) " shown (all in the JSON)"
+                    (od.matched) " matched, " (od.added) " added, " (od.removed) " removed, "
+                    (od.slower) " slower, " (od.faster) " faster, " (od.unchanged) " unchanged"
+                    @if od.rows.len() > MAX_OP_ROWS {
+                        "; the " (MAX_OP_ROWS) " largest changes of " (od.rows.len()) " shown (all in the JSON)"
                     }
                 }
-                (ops.render(d.ops.rows.iter().take(MAX_OP_ROWS)))
+                (ops.render(od.rows.iter().take(MAX_OP_ROWS)))
             }
             @if show_mem && !d.memory.is_empty() {
                 h3 { "Memory peaks" }
