@@ -42,6 +42,7 @@ macro_rules! xspace_regressions {
 }
 
 xspace_regressions! {
+    advice_device_busy_sum => "advice-device-busy-sum.pb",
     allocators_504 => "allocators-504.pb",
     allocators_574 => "allocators-574.pb",
     framework_op_stats_69_and_hlo_ops_330 => "framework_op_stats-69+hlo_ops-330.pb",

@@ -252,7 +252,8 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             clip(&mut comp);
         }
         let (comm, comp) = (crate::base::hta::union(comm), crate::base::hta::union(comp));
-        let exposed = crate::base::hta::total(&comm) - crate::base::hta::overlap(&comm, &comp);
+        let exposed =
+            crate::base::hta::total(&comm).saturating_sub(crate::base::hta::overlap(&comm, &comp));
         pct(exposed, whole)
     } else {
         pct(sum_cat("device_collectives"), whole)
@@ -278,8 +279,16 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             whole,
         ),
         _ => {
-            let busy: i64 = om.devices.iter().map(|d| d.busy_ps).sum();
-            let span: i64 = om.devices.iter().map(|d| d.span_ps).sum();
+            let busy = om
+                .devices
+                .iter()
+                .map(|d| d.busy_ps)
+                .fold(0i64, i64::saturating_add);
+            let span = om
+                .devices
+                .iter()
+                .map(|d| d.span_ps)
+                .fold(0i64, i64::saturating_add);
             pct(busy, span)
         }
     };
@@ -333,7 +342,12 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         steps
             .iter()
             .max_by_key(|s| s.breakdown_ps.get(i).copied().unwrap_or(0))
-            .map(|s| (s.name.clone(), (s.begin_ps, s.begin_ps + s.duration_ps)))
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
+                )
+            })
     };
     let least_busy = || {
         steps
@@ -346,7 +360,12 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
                     .unwrap_or(0);
                 (b as f64 / s.duration_ps.max(1) as f64 * 1e6) as i64
             })
-            .map(|s| (s.name.clone(), (s.begin_ps, s.begin_ps + s.duration_ps)))
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
+                )
+            })
     };
     let (bottleneck, summary, suggestion, tool, w) = if input >= INPUT_PCT {
         (

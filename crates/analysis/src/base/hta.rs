@@ -230,7 +230,9 @@ pub fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 
 /// Total length of disjoint intervals.
 pub fn total(iv: &[(i64, i64)]) -> i64 {
-    iv.iter().map(|(a, b)| b - a).sum()
+    iv.iter()
+        .map(|(a, b)| b.saturating_sub(*a))
+        .fold(0, i64::saturating_add)
 }
 
 /// Length of the intersection of two sorted disjoint interval lists.
@@ -240,7 +242,7 @@ pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
         let lo = a[i].0.max(b[j].0);
         let hi = a[i].1.min(b[j].1);
         if hi > lo {
-            sum += hi - lo;
+            sum = i64::saturating_add(sum, hi.saturating_sub(lo));
         }
         if a[i].1 < b[j].1 {
             i += 1;
