@@ -49,7 +49,7 @@ fn compare_with_shows_both_runs_and_the_deltas() {
         assert!(html.contains(head), "{head}");
     }
     // Deltas are cells with a sort value (tables.js sorts every table by any column).
-    assert!(html.contains("class=\"diff-table\""));
+    assert!(html.contains("class=\"sortable diff-table\""));
     assert!(
         html.contains("NEW is slower")
             || html.contains("NEW is faster")

@@ -40,28 +40,32 @@ fn pct(base: f64, new: f64) -> Cell {
 /// The comparison panel for `tool`'s page.
 pub fn panel(d: &Diff, tool: &str) -> Markup {
     let st = &d.step_time;
-    let steps = Table::new("diff-table")
+    let steps = Table::new("sortable diff-table")
         .col("", |r: &(&str, i64, i64)| Cell::text(r.0))
         .num("BASE", |r| Cell::time(r.1))
         .num("NEW", |r| Cell::time(r.2))
         .num("Delta", |r| Cell::num(r.2 - r.1, signed_ps(r.2 - r.1)))
         .num("%", |r| pct(r.1 as f64, r.2 as f64));
-    let cats = Table::new("diff-table")
+    let cats = Table::new("sortable diff-table")
         .col("Category", |c: &&CategoryDiff| Cell::text(&c.label))
         .num("BASE", |c| Cell::time(c.base_ps))
         .num("NEW", |c| Cell::time(c.new_ps))
         .num("Delta", |c| Cell::num(c.delta_ps, signed_ps(c.delta_ps)))
         .num("%", |c| pct(c.base_ps as f64, c.new_ps as f64));
-    let ops = Table::new("diff-table")
+    let ops = Table::new("sortable diff-table")
         .col("Op", |o: &&OpDiff| Cell::name(&o.name))
-        .num("BASE time", |o| Cell::time(o.base_ps))
-        .num("BASE ×", |o| Cell::int(o.base_count))
-        .num("NEW time", |o| Cell::time(o.new_ps))
-        .num("NEW ×", |o| Cell::int(o.new_count))
+        .num("BASE time", |o| {
+            absent_or(o.base_count, Cell::time(o.base_ps))
+        })
+        .num("BASE ×", |o| {
+            absent_or(o.base_count, Cell::int(o.base_count))
+        })
+        .num("NEW time", |o| absent_or(o.new_count, Cell::time(o.new_ps)))
+        .num("NEW ×", |o| absent_or(o.new_count, Cell::int(o.new_count)))
         .num("Delta", |o| Cell::num(o.delta_ps, signed_ps(o.delta_ps)))
         .num("%", |o| pct(o.base_ps as f64, o.new_ps as f64))
         .col("Change", |o| Cell::text(&o.change));
-    let mem = Table::new("diff-table")
+    let mem = Table::new("sortable diff-table")
         .col("Module / allocator", |m: &&MemoryDiff| {
             Cell::name(format!("{} {}", m.kind, m.name))
         })
@@ -135,6 +139,15 @@ pub fn panel(d: &Diff, tool: &str) -> Markup {
                 (mem.render(d.memory.iter()))
             }
         }
+    }
+}
+
+/// A dash for an op a run does not have (it sorts as 0).
+fn absent_or(count: u64, c: Cell) -> Cell {
+    if count == 0 {
+        Cell::num(0, "–")
+    } else {
+        c
     }
 }
 
