@@ -90,3 +90,26 @@ fn every_fixture_gets_advice_with_its_figures() {
         );
     }
 }
+
+#[test]
+fn the_memory_roof_split_needs_stated_roofs() {
+    // TPU v6 Lite (roofs from the profile and the published table): the op time is almost all
+    // `copy-done` moving 5x1024x1024x256 f32 buffers (see the op profile), under the memory roof.
+    let tpu = advice_of("fixtures/logdir/plugins/profile/tpu_inference");
+    assert_eq!(
+        tpu.bottleneck,
+        Bottleneck::MemoryBandwidthBound,
+        "{}",
+        tpu.summary
+    );
+    assert!(figure(&tpu, "memory_bound_op_pct") >= 50.0);
+    // CPU profiles: xlens measures the roofs on the machine it runs on, which varies between
+    // runs (a report over a bucket and over the disk differed); no split, the same answer twice.
+    let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/compute_bound_sync");
+    assert!(a.figures.iter().all(|f| f.name != "memory_bound_op_pct"));
+    let b = advice_of("fixtures/logdir_bottlenecks/plugins/profile/compute_bound_sync");
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+}

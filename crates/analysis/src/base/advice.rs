@@ -15,7 +15,9 @@
 //! 4. **idle** when nothing is busy: device busy and host compute both under [`IDLE_PCT`]%.
 //! 5. Otherwise the device is the limit: **memory-bandwidth-bound** when at least
 //!    [`MEMORY_BOUND_PCT`]% of op time is in ops the cost model puts under the memory roof,
-//!    else **compute-bound**.
+//!    else **compute-bound**. Only with roofs the profile or a table states: on CPU profiles,
+//!    whose roofs xlens measures on the machine it runs on, the split is not made (it would
+//!    change from run to run) and the verdict is compute-bound.
 //!
 //! Each advice names the tool to open and, where there is one, the step whose figure is the
 //! worst (its trace window); and the same rules (1 to 4) on each step's own figures give the
@@ -298,6 +300,13 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
     let device_limited = input < INPUT_PCT && collective < COLLECTIVE_PCT && busy >= BUSY_PCT;
     let memory_bound = if device_limited {
         let ops = a.hlo_ops(Default::default());
+        // Roofs measured on the machine running xlens (CPU profiles) vary from run to run and
+        // are not the profiled machine's: then the split is not made.
+        let measured = |s: crate::base::peaks::PeakSource| {
+            matches!(s, crate::base::peaks::PeakSource::MeasuredHere)
+        };
+        let peaks = &ops.peaks;
+        let stated = !measured(peaks.flops_source) && !measured(peaks.bandwidth_source);
         let (mut mem, mut all) = (0i64, 0i64);
         for r in ops.ops.iter().filter(|r| r.bound_by != "Unknown") {
             all = all.saturating_add(r.self_time_ps);
@@ -305,7 +314,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
                 mem = mem.saturating_add(r.self_time_ps);
             }
         }
-        (all > 0).then(|| pct(mem, all))
+        (all > 0 && stated).then(|| pct(mem, all))
     } else {
         None
     };
