@@ -578,16 +578,7 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
             _ => merged.push(r),
         }
     }
-    let live_at_peak_total = merged.len();
-    let live_at_peak_bytes = merged
-        .iter()
-        .map(|r| {
-            r.activity
-                .allocation_bytes
-                .saturating_mul(r.occurrences as i64)
-        })
-        .fold(0i64, i64::saturating_add);
-    merged.truncate(MAX_ACTIVE_ROWS);
+    let (live_at_peak_total, live_at_peak_bytes) = cut_live_rows(&mut merged);
 
     let (mut max_frag, mut max_frag_t) = (0.0f64, 0i64);
     for e in &evs {
@@ -629,6 +620,22 @@ fn allocator_profile(name: String, evs: Vec<Ev>) -> AllocatorProfile {
         sampling,
         samples,
     }
+}
+
+/// Counts the merged rows live at a peak and their bytes (each row's bytes × occurrences), then
+/// keeps the first [`MAX_ACTIVE_ROWS`]: (rows before the cut, bytes).
+pub fn cut_live_rows(merged: &mut Vec<LiveAllocation>) -> (usize, i64) {
+    let total = merged.len();
+    let bytes = merged
+        .iter()
+        .map(|r| {
+            r.activity
+                .allocation_bytes
+                .saturating_mul(r.occurrences as i64)
+        })
+        .fold(0i64, i64::saturating_add);
+    merged.truncate(MAX_ACTIVE_ROWS);
+    (total, bytes)
 }
 
 /// The memory profile of one host: from XSpace allocator events, else from PyTorch `[memory]`

@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
 use crate::base::allocators::{
-    sample_indices, Activity, AllocatorProfile, AllocatorState, LiveAllocation, MemoryProfile,
-    Peak, Sample, HOST_PLANE, MAX_ACTIVE_ROWS,
+    cut_live_rows, sample_indices, Activity, AllocatorProfile, AllocatorState, LiveAllocation,
+    MemoryProfile, Peak, Sample, HOST_PLANE,
 };
 
 /// Memory statistics of one op name on one device (the TensorBoard plugin's table).
@@ -479,16 +479,7 @@ fn device_profile(
             _ => merged.push(r),
         }
     }
-    let live_at_peak_total = merged.len();
-    let live_at_peak_bytes = merged
-        .iter()
-        .map(|r| {
-            r.activity
-                .allocation_bytes
-                .saturating_mul(r.occurrences as i64)
-        })
-        .fold(0i64, i64::saturating_add);
-    merged.truncate(MAX_ACTIVE_ROWS);
+    let (live_at_peak_total, live_at_peak_bytes) = cut_live_rows(&mut merged);
 
     let (shown, sampling) = sample_indices(states.len(), |i| states[i].in_use(), peak_i);
     let samples: Vec<Sample> = shown
