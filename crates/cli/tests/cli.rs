@@ -256,6 +256,14 @@ fn diff_exit_codes_gate_a_build() {
     let (code, _, err) = xlens(&["diff", a, b, "--fail-if", "step_time.mean >> 3"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("--fail-if"), "{err}");
+    // A corrupt NEW: compared as far as it goes, the file named with where it broke, exit 2.
+    let bad = fixtures().join("../invalid/corrupted_utf8_head.xplane.pb");
+    let (code, out, err) = xlens(&["diff", a, bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("corrupted_utf8_head.xplane.pb") && err.contains("at byte"),
+        "{err}"
+    );
     let (code, _, err) = xlens(&["diff", a, "/nonexistent/run"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("NEW /nonexistent/run"), "{err}");

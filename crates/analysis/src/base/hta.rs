@@ -70,21 +70,19 @@ impl HtaTrace {
     }
 }
 
-/// Loads a host's events by HTA's rules (see the module docs). Empty for profiles without `cat`
-/// stats (XSpace files).
-pub fn hta_trace(p: &Profile) -> HtaTrace {
-    let mut out = HtaTrace {
-        rank: rank(p).unwrap_or(0),
-        ..HtaTrace::default()
-    };
+/// One event with a `cat` stat, as HTA's loaders read it: start and duration (ps), name,
+/// category, `stream` and `correlation` (-1 when absent).
+pub type CatEvent = (i64, i64, StrId, StrId, i64, i64);
+
+/// Every event with a `cat` stat other than `Trace`, in plane and line order: what HTA's
+/// loaders keep from a Kineto trace (`TraceAnalysis` and `TraceDiff` alike).
+pub fn categorized_events(p: &Profile) -> Vec<CatEvent> {
+    let mut raw: Vec<CatEvent> = Vec::new();
     let Some(cat_key) = p.key("cat") else {
-        return out;
+        return raw;
     };
     let (stream_key, corr_key) = (p.key("stream"), p.key("correlation"));
     let trace_cat = p.strings.find("Trace");
-    let micro = 1_000_000i128;
-    let origin = p.origin_ps;
-    let mut raw: Vec<(i64, i64, StrId, StrId, i64, i64)> = Vec::new();
     for plane in &p.planes {
         for line in &plane.lines {
             let ev = &line.events;
@@ -124,6 +122,19 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
             }
         }
     }
+    raw
+}
+
+/// Loads a host's events by HTA's rules (see the module docs). Empty for profiles without `cat`
+/// stats (XSpace files).
+pub fn hta_trace(p: &Profile) -> HtaTrace {
+    let mut out = HtaTrace {
+        rank: rank(p).unwrap_or(0),
+        ..HtaTrace::default()
+    };
+    let raw = categorized_events(p);
+    let micro = 1_000_000i128;
+    let origin = p.origin_ps;
     out.rounded = raw
         .iter()
         .any(|r| (origin + i128::from(r.0)).rem_euclid(micro) != 0);

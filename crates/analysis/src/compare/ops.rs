@@ -92,40 +92,13 @@ pub enum OpsScope {
 /// whose launch is not in the trace, and events on stream 0, do not count.
 pub fn torch_ops(a: &Analysis, scope: OpsScope) -> Option<BTreeMap<String, OpSum>> {
     let p = a.profile();
-    let cat_key = p.key("cat")?;
-    let (stream_key, corr_key) = (p.key("stream"), p.key("correlation"));
-    let skip: Vec<_> = ["Trace", "cpu_instant_event"]
-        .iter()
-        .filter_map(|c| p.strings.find(c))
-        .collect();
+    let instant = p.strings.find("cpu_instant_event");
     // (start, dur, name, stream, correlation)
-    let mut evs: Vec<(i64, i64, &str, i64, i64)> = Vec::new();
-    for plane in &p.planes {
-        for line in &plane.lines {
-            let ev = &line.events;
-            if !ev.may_have_stat(cat_key) {
-                continue;
-            }
-            for i in 0..ev.len() {
-                let (mut cat, mut stream, mut corr) = (None, -1i64, -1i64);
-                for st in ev.stats(i).iter() {
-                    if st.key == cat_key {
-                        cat = st.value.as_str_id();
-                    } else if Some(st.key) == stream_key {
-                        stream = st.value.as_i64().unwrap_or(-1);
-                    } else if Some(st.key) == corr_key {
-                        corr = st.value.as_i64().unwrap_or(-1);
-                    }
-                }
-                let Some(cat) = cat else { continue };
-                if skip.contains(&cat) {
-                    continue;
-                }
-                let name = plane.metadata_of(line, i).map_or("", |m| p.str(m.name));
-                evs.push((ev.start(i), ev.dur(i), name, stream, corr));
-            }
-        }
-    }
+    let evs: Vec<(i64, i64, &str, i64, i64)> = crate::base::hta::categorized_events(p)
+        .into_iter()
+        .filter(|e| Some(e.3) != instant)
+        .map(|(start, dur, name, _, stream, corr)| (start, dur, p.str(name), stream, corr))
+        .collect();
     if evs.is_empty() {
         return None;
     }
