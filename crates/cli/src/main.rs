@@ -99,9 +99,25 @@ enum Cmd {
     Serve {
         /// A log directory, one session directory, or one .xplane.pb file.
         logdir: Option<PathBuf>,
-        /// Address to listen on.
+        /// Address to listen on. Any address but loopback requires a token (see --token).
         #[arg(long, default_value = "127.0.0.1:8791")]
         bind: SocketAddr,
+        /// The token every request must carry (`?token=`, a cookie set on the first visit, or
+        /// `Authorization: Bearer`). Default on a non-loopback --bind: a random one, printed in
+        /// the URL; on loopback: none.
+        #[arg(long, conflicts_with_all = ["token_file", "no_auth"])]
+        token: Option<String>,
+        /// Read the token from this file (surrounding whitespace ignored).
+        #[arg(long, conflicts_with = "no_auth")]
+        token_file: Option<PathBuf>,
+        /// Serve a non-loopback --bind without a token (anyone who can reach the port sees the
+        /// profiles).
+        #[arg(long)]
+        no_auth: bool,
+        /// On a non-loopback --bind, allow the capture form and API (the server then connects
+        /// to addresses visitors type; link-local and cloud metadata addresses stay refused).
+        #[arg(long)]
+        allow_capture: bool,
         /// Resident memory the loaded profiles may use (e.g. 8G, 500M; 0 for no budget); least
         /// recently used files are evicted past it and loaded again when asked for. Default:
         /// half of this machine's memory (or XLENS_MEMORY_BUDGET).
@@ -259,8 +275,13 @@ fn main() {
         Cmd::Serve {
             logdir,
             bind,
+            token,
+            token_file,
+            no_auth,
+            allow_capture,
             memory_budget,
-        } => serve(logdir, bind, memory_budget),
+        } => serve_access(bind, token, token_file, no_auth, allow_capture)
+            .and_then(|access| serve(logdir, bind, access, memory_budget)),
         Cmd::Runs { path, json } => list_runs(&path, json),
         Cmd::Diff {
             base,
@@ -653,7 +674,34 @@ fn parse_budget(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{s}` is not a size; use e.g. 8G, 500M, 0 for no budget"))
 }
 
-fn serve(logdir: Option<PathBuf>, bind: SocketAddr, memory_budget: Option<u64>) -> Result<()> {
+/// The access settings of `xlens serve`'s flags.
+fn serve_access(
+    bind: SocketAddr,
+    token: Option<String>,
+    token_file: Option<PathBuf>,
+    no_auth: bool,
+    allow_capture: bool,
+) -> Result<xlens_server::Access> {
+    let token = match (token, token_file) {
+        (Some(t), _) => Some(t),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(&f)
+                .with_context(|| format!("reading the token file {}", f.display()))?
+                .trim()
+                .to_string(),
+        ),
+        (None, None) => None,
+    };
+    xlens_server::Access::for_bind(bind, token, no_auth, allow_capture)
+        .context("cannot use this token")
+}
+
+fn serve(
+    logdir: Option<PathBuf>,
+    bind: SocketAddr,
+    access: xlens_server::Access,
+    memory_budget: Option<u64>,
+) -> Result<()> {
     let (logdir, label) = match logdir {
         Some(d) => {
             // Fail early with the store's explanation when nothing is there.
@@ -687,7 +735,31 @@ fn serve(logdir: Option<PathBuf>, bind: SocketAddr, memory_budget: Option<u64>) 
             limits.memory_budget as f64 / 1e9
         );
     }
-    let state = xlens_server::AppState::with_limits(logdir, label, limits);
+    let exposed = !bind.ip().is_loopback();
+    if exposed && access.token.is_none() {
+        eprintln!(
+            "xlens: WARNING: no token (--no-auth): anyone who can reach {bind} sees the profiles"
+        );
+    }
+    if exposed && access.capture == xlens_server::CapturePolicy::Exposed {
+        eprintln!("xlens: capture allowed for visitors (--allow-capture); link-local and metadata addresses are refused");
+    }
+    // The URL to open: with the token, and a dialable host for an unspecified bind.
+    let shown = if bind.ip().is_unspecified() {
+        let lo: std::net::IpAddr = if bind.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        };
+        SocketAddr::new(lo, bind.port())
+    } else {
+        bind
+    };
+    let url = match &access.token {
+        Some(t) => format!("http://{shown}/?token={t}"),
+        None => format!("http://{shown}/"),
+    };
+    let state = xlens_server::AppState::with_access(logdir, label, limits, access);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -696,10 +768,13 @@ fn serve(logdir: Option<PathBuf>, bind: SocketAddr, memory_budget: Option<u64>) 
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .with_context(|| format!("cannot listen on {bind}"))?;
-        eprintln!(
-            "xlens: serving {} on http://{bind}/",
-            state.logdir.display()
-        );
+        if bind.ip().is_unspecified() {
+            eprintln!(
+                "xlens: listening on every interface ({bind}): use this machine's name or address in place of {}",
+                shown.ip()
+            );
+        }
+        eprintln!("xlens: serving {} on {url}", state.logdir.display());
         axum_serve(listener, state).await
     })
 }

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use xlens_capture::{CaptureOptions, Phase, Progress};
 
-use crate::Shared;
+use crate::{CapturePolicy, Shared};
 
 /// The capture routes, merged into the main router.
 pub fn routes() -> Router<Shared> {
@@ -102,6 +102,16 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
+const OFF: &str = "capture is off on a server exposed beyond this machine (it would connect to addresses a visitor types); start `xlens serve` with --allow-capture to allow it";
+
+fn forbidden(msg: &str) -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        Json(serde_json::json!({ "error": msg })),
+    )
+        .into_response()
+}
+
 fn bad_request(msg: impl Into<String>) -> Response {
     (
         StatusCode::BAD_REQUEST,
@@ -112,9 +122,16 @@ fn bad_request(msg: impl Into<String>) -> Response {
 
 async fn start(State(state): State<Shared>, Json(f): Json<CaptureForm>) -> Response {
     let addrs = xlens_capture::parse_addrs(&f.addrs);
+    if state.access.capture == CapturePolicy::Off {
+        return forbidden(OFF);
+    }
     if addrs.is_empty() {
         return bad_request("give at least one HOST:PORT");
     }
+    let addrs = match crate::access::check_capture_addrs(&addrs, state.access.capture).await {
+        Ok(a) => a,
+        Err(msg) => return forbidden(&msg),
+    };
     if f.duration_ms == 0 || f.duration_ms > 3_600_000 {
         return bad_request("duration_ms must be between 1 and 3600000");
     }
@@ -209,7 +226,12 @@ async fn status(UrlPath(id): UrlPath<u64>) -> Response {
     }
 }
 
-async fn page(State(state): State<Shared>) -> Html<String> {
+async fn page(State(state): State<Shared>) -> Response {
+    if state.access.capture == CapturePolicy::Off {
+        let body = crate::views::ui::error_box(OFF);
+        let html = crate::views::page::shell(&state.label, &[], None, "capture", None, None, body);
+        return (StatusCode::FORBIDDEN, Html(html.into_string())).into_response();
+    }
     let logdir = state.logdir.join("plugins/profile").display().to_string();
-    Html(crate::views::page::capture(&logdir).into_string())
+    Html(crate::views::page::capture(&logdir).into_string()).into_response()
 }

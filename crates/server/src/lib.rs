@@ -15,6 +15,7 @@
 //! Each host file is decoded once, on first use, and shared by all tools. A file that fails to
 //! load keeps its error in the cache and shows it; other runs keep working.
 
+pub mod access;
 pub mod cache;
 mod capture_api;
 mod trace_api;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use xlens_analysis::tools::{self, Run, ToolInfo};
 use xlens_store::Session;
 
+pub use access::{Access, CapturePolicy};
 pub use cache::ProfileCache;
 
 /// Shared server state.
@@ -45,6 +47,8 @@ pub struct AppState {
     /// requests within [`listing_ttl`] share one (new sessions still show up after it).
     listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
     pub limits: Limits,
+    /// Token and capture policy ([`access`]).
+    pub access: Access,
 }
 
 /// How long a bucket listing is reused: `XLENS_LISTING_TTL_S` seconds, else 10.
@@ -119,12 +123,23 @@ impl AppState {
 
     /// [`AppState::new`] with other limits.
     pub fn with_limits(logdir: PathBuf, label: impl Into<String>, limits: Limits) -> Shared {
+        Self::with_access(logdir, label, limits, Access::default())
+    }
+
+    /// [`AppState::with_limits`] with access settings (an exposed server's token).
+    pub fn with_access(
+        logdir: PathBuf,
+        label: impl Into<String>,
+        limits: Limits,
+        access: Access,
+    ) -> Shared {
         Arc::new(AppState {
             logdir,
             label: label.into(),
             cache: ProfileCache::with_budget(limits.memory_budget),
             listing: Default::default(),
             limits,
+            access,
         })
     }
 }
@@ -170,6 +185,11 @@ pub fn router(state: Shared) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             time_limit,
+        ))
+        // Outermost: nothing runs for a request without the token.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access::guard,
         ))
         .with_state(state)
 }
