@@ -39,13 +39,47 @@ pub struct Args {
     pub device_tracer_level: u32,
     pub python_tracer_level: u32,
     pub delay_ms: u64,
+    /// Unix time (ms) the window starts at: replaces `delay_ms` with the time until then.
+    pub start_at_ms: Option<u64>,
+    /// The host file's name (without `.xplane.pb`), for a capture from one address.
+    pub host_name: Option<String>,
     pub connect_timeout: Duration,
+}
+
+/// Milliseconds from now until `start_at_ms` (Unix time), 0 when it has passed.
+fn delay_until(start_at_ms: u64) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    start_at_ms.saturating_sub(now)
 }
 
 /// Runs the capture, prints a progress bar on stderr and a summary per host on stdout, and
 /// returns the process exit code (0, or the first failure's code; see README).
 pub fn run(a: Args) -> i32 {
     let addrs = xlens_capture::parse_addrs(&a.addrs);
+    if let Some(name) = &a.host_name {
+        if addrs.len() != 1 {
+            eprintln!("xlens capture: --host-name names one host's file; give one address");
+            return 3;
+        }
+        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            eprintln!("xlens capture: --host-name `{name}` cannot be a file name (empty, a slash, or a leading dot)");
+            return 3;
+        }
+    }
+    let delay_ms = match a.start_at_ms {
+        Some(t) => {
+            let d = delay_until(t);
+            if d > 3_600_000 {
+                eprintln!("xlens capture: --start-at is more than an hour away ({d} ms)");
+                return 3;
+            }
+            d
+        }
+        None => a.delay_ms,
+    };
     // A bucket log directory: capture into a local staging folder, then upload the session.
     let bucket = xlens_store::bucket_url(&a.logdir).map(|u| u.trim_end_matches('/').to_string());
     let staging = bucket
@@ -58,7 +92,7 @@ pub fn run(a: Args) -> i32 {
         host_tracer_level: a.host_tracer_level,
         device_tracer_level: a.device_tracer_level,
         python_tracer_level: a.python_tracer_level,
-        delay: Duration::from_millis(a.delay_ms),
+        delay: Duration::from_millis(delay_ms),
         connect_timeout: a.connect_timeout,
         ..Default::default()
     };
@@ -85,7 +119,7 @@ pub fn run(a: Args) -> i32 {
         }
         let _ = err.flush();
     });
-    let report = match xlens_capture::capture_blocking(&addrs, &opts, Some(progress)) {
+    let mut report = match xlens_capture::capture_blocking(&addrs, &opts, Some(progress)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(dir) = &staging {
@@ -95,6 +129,18 @@ pub fn run(a: Args) -> i32 {
         }
     };
     let mut code = 0;
+    if let Some(name) = &a.host_name {
+        for h in report.hosts.iter_mut().flatten() {
+            let to = h.file.with_file_name(format!("{name}.xplane.pb"));
+            match std::fs::rename(&h.file, &to) {
+                Ok(()) => h.file = to,
+                Err(e) => {
+                    eprintln!("xlens capture: cannot name the file {}: {e}", to.display());
+                    code = 17;
+                }
+            }
+        }
+    }
     let shown_dir = match &bucket {
         Some(b) => {
             let dir = format!("{b}/plugins/profile/{}", report.session_id);

@@ -3,6 +3,7 @@
 mod alloc;
 mod bench;
 mod capture;
+mod cloud;
 mod mapped;
 
 #[global_allocator]
@@ -213,11 +214,25 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         python_tracer_level: u32,
         /// Start the window this many milliseconds after the request (same start on every host).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, conflicts_with = "start_at")]
         delay: u64,
+        /// Start the window at this Unix time in milliseconds (one start for captures run on
+        /// several machines, as `xlens cloud capture` does); a time already past starts at once.
+        #[arg(long)]
+        start_at: Option<u64>,
+        /// Name the host's file NAME.xplane.pb instead of HOST_PORT.xplane.pb (one address only;
+        /// `xlens cloud capture` gives each worker its own host name).
+        #[arg(long)]
+        host_name: Option<String>,
         /// TCP connect timeout, e.g. 5s.
         #[arg(long, default_value = "5s", value_parser = capture::parse_duration)]
         connect_timeout: std::time::Duration,
+    },
+    /// A viewer for a gs:// log directory hosted on a Compute Engine VM (create, list, delete,
+    /// connect), and capture from every worker of a TPU VM, through the gcloud CLI.
+    Cloud {
+        #[command(subcommand)]
+        cmd: cloud::CloudCmd,
     },
     /// Measure decode speed, memory and tool time on a profile (see README: Benchmarks).
     Bench {
@@ -360,6 +375,8 @@ fn main() {
             device_tracer_level,
             python_tracer_level,
             delay,
+            start_at,
+            host_name,
             connect_timeout,
         } => std::process::exit(capture::run(capture::Args {
             addrs,
@@ -370,8 +387,11 @@ fn main() {
             device_tracer_level,
             python_tracer_level,
             delay_ms: delay,
+            start_at_ms: start_at,
+            host_name,
             connect_timeout,
         })),
+        Cmd::Cloud { cmd } => cloud::run(cmd),
         Cmd::Bench {
             file,
             reps,

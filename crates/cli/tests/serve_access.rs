@@ -99,12 +99,9 @@ fn exposed_serve_prints_a_token_url_and_requires_it() {
     let (code, set, _) = get(port, &format!("/?token={query}"), None);
     assert_eq!(code, 303);
     let cookie = set.expect("cookie").split(';').next().unwrap().to_string();
-    let (code, _, body) = get(port, "/?tool=overview", Some(&cookie));
+    let (code, _, body) = get(port, "/?tool=overview_page", Some(&cookie));
     assert_eq!(code, 200);
-    assert!(
-        body.contains("Overview") || body.contains("overview"),
-        "{body}"
-    );
+    assert!(body.contains("Overview: run "), "{body}");
     // Capture is off without --allow-capture.
     let (code, _, body) = get(port, "/capture", Some(&cookie));
     assert_eq!(code, 403, "{body}");

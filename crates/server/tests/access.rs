@@ -63,7 +63,7 @@ fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// One request per route of the router (and a path it does not have).
 const GETS: &[&str] = &[
     "/",
-    "/?run=jax_mlp_small&tool=overview",
+    "/?run=jax_mlp_small&tool=overview_page",
     "/api/runs",
     "/api/tools",
     "/api/downloads",
@@ -143,14 +143,14 @@ fn every_route_needs_the_token() {
     let (code, h, _) = request(
         &addr,
         "GET",
-        &format!("/?run=jax_mlp_small&token={TOKEN}&tool=overview"),
+        &format!("/?run=jax_mlp_small&token={TOKEN}&tool=overview_page"),
         &[],
         "",
     );
     assert_eq!(code, 303);
     assert_eq!(
         header(&h, "location"),
-        Some("/?run=jax_mlp_small&tool=overview")
+        Some("/?run=jax_mlp_small&tool=overview_page")
     );
     let set = header(&h, "set-cookie").unwrap();
     assert!(set.starts_with(&format!("xlens_token={TOKEN};")), "{set}");
