@@ -13,13 +13,15 @@ export const artifacts = process.env.XLENS_ARTIFACTS || join(here, '../../target
 export const fixturesLogdir = join(here, '../../fixtures/logdir');
 export const noBrowser = !existsSync(browserPath) && `no browser at ${browserPath}`;
 
-/** Starts `xlens serve [logdir]` on `port` and waits until it answers. */
-export async function startServer(port, logdir) {
-  const args = ['serve', ...(logdir ? [logdir] : []), '--bind', `127.0.0.1:${port}`];
+/** Starts `xlens serve [logdir]` on `port` (with `--token token` when given) and waits until it
+ * answers. */
+export async function startServer(port, logdir, token) {
+  const args = ['serve', ...(logdir ? [logdir] : []), '--bind', `127.0.0.1:${port}`, ...(token ? ['--token', token] : [])];
   const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
   for (let i = 0; i < 100; i++) {
     try {
-      const r = await fetch(`http://127.0.0.1:${port}/api/runs`);
+      const r = await fetch(`http://127.0.0.1:${port}/api/runs`, { headers });
       if (r.ok) return proc;
     } catch { /* not up yet */ }
     await new Promise((r) => setTimeout(r, 100));

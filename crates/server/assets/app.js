@@ -23,6 +23,29 @@ if (form) {
   }
 }
 
+// "Copy link": the address bar holds the whole view (the trace viewer keeps its window and
+// selection there), never a token (the server drops it after the first visit). The link is also
+// shown selected, for browsers that refuse the clipboard on plain http.
+const copy = document.getElementById('copy-link');
+const shareUrl = document.getElementById('share-url');
+if (copy && shareUrl) {
+  copy.addEventListener('click', async () => {
+    const url = location.href;
+    shareUrl.value = url;
+    shareUrl.hidden = false;
+    shareUrl.select();
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(url);
+      ok = true;
+    } catch (e) {
+      ok = document.execCommand && document.execCommand('copy');
+    }
+    copy.textContent = ok ? 'Copied' : 'Copy the link';
+    setTimeout(() => { copy.textContent = 'Copy link'; }, 2000);
+  });
+}
+
 // Selectors of a view's own options (op profile grouping, roofline step) submit their form.
 for (const sel of document.querySelectorAll('select.autosubmit')) {
   sel.addEventListener('change', () => sel.form?.submit());

@@ -83,9 +83,24 @@ async function fetchViewport() {
     state.data = j;
     state.fetchMs = performance.now() - t0;
     draw();
+    syncUrl();
   } catch (e) {
     if (e.name !== 'AbortError') status.textContent = String(e);
   }
+}
+
+// The address bar follows the view (window and selected event), so a copied link reopens it.
+let urlTimer = 0;
+function syncUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = setTimeout(() => {
+    const u = new URL(location.href);
+    u.searchParams.set('start_ps', String(Math.floor(state.start)));
+    u.searchParams.set('end_ps', String(Math.ceil(state.end)));
+    if (state.selected) u.searchParams.set('event', `${state.selected.track}.${state.selected.index}`);
+    else u.searchParams.delete('event');
+    history.replaceState(null, '', u);
+  }, 150);
 }
 
 let fetchTimer = 0;
@@ -395,6 +410,7 @@ async function select(track, index) {
   state.selected = { track, index };
   state.flows = null;
   draw();
+  syncUrl();
   const r = await fetch('/api/trace/event?' + q({ track, index }));
   const d = await r.json();
   if (!r.ok) { details.innerHTML = `<div class="error">${esc(d.error)}</div>`; return; }
@@ -573,4 +589,7 @@ window.xlensTrace = {
   state.start = j.start_ps; state.end = j.end_ps;
   state.data = j;
   draw();
+  // The selected event of the link (`event=TRACK.INDEX`).
+  const ev = /^(\d+)\.(\d+)$/.exec(params.get('event') || '');
+  if (ev) select(Number(ev[1]), Number(ev[2]));
 })();

@@ -63,6 +63,9 @@ pub fn shell(
                         }
                         noscript { button type="submit" { "Show" } }
                         a href="/capture" class="capture-link" { "Capture…" }
+                        " "
+                        button type="button" id="copy-link" title="Copy a link to exactly this view (run, tool, host, options, trace window and selected event)" { "Copy link" }
+                        input id="share-url" type="text" readonly hidden aria-label="Link to this view";
                         span class="api" {
                             @if let Some(api) = &api {
                                 a href=(api) { "JSON" }
