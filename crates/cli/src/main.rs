@@ -228,6 +228,36 @@ enum Cmd {
         #[arg(long, default_value = "5s", value_parser = capture::parse_duration)]
         connect_timeout: std::time::Duration,
     },
+    /// Write one self-contained HTML file of a run (report, overview, advice, op profile, HLO op
+    /// stats, memory viewer of the largest module, and the trace viewer over one window with its
+    /// events embedded) to attach to a bug or a pull request; it opens from disk without network.
+    Export {
+        /// A log directory, session directory or profile file.
+        path: PathBuf,
+        /// The session (default: the newest below PATH).
+        #[arg(long)]
+        run: Option<String>,
+        /// Only this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// The file to write.
+        #[arg(long)]
+        html: PathBuf,
+        /// The trace window's start, in ps on the trace viewer's axis (as its URL's start_ps);
+        /// default: the median step.
+        #[arg(long, requires = "end_ps")]
+        start_ps: Option<i64>,
+        #[arg(long, requires = "start_ps")]
+        end_ps: Option<i64>,
+        /// Embed at most this many trace events (a window holding more is narrowed, and the file
+        /// says so).
+        #[arg(long, default_value_t = 200_000)]
+        max_events: usize,
+        /// Embed the details (stats, flows) of at most this many events, the earliest first;
+        /// the others show their name and times.
+        #[arg(long, default_value_t = 5_000)]
+        max_details: usize,
+    },
     /// A viewer for a gs:// log directory hosted on a Compute Engine VM (create, list, delete,
     /// connect), and capture from every worker of a TPU VM, through the gcloud CLI.
     Cloud {
@@ -392,6 +422,23 @@ fn main() {
             connect_timeout,
         })),
         Cmd::Cloud { cmd } => cloud::run(cmd),
+        Cmd::Export {
+            path,
+            run,
+            host,
+            html,
+            start_ps,
+            end_ps,
+            max_events,
+            max_details,
+        } => export(
+            &path,
+            run.as_deref(),
+            host.as_deref(),
+            &html,
+            start_ps.zip(end_ps),
+            (max_events, max_details),
+        ),
         Cmd::Bench {
             file,
             reps,
@@ -629,6 +676,67 @@ fn list_runs(path: &Path, json: bool) -> Result<()> {
 
 /// The sessions below `path` (only `run` when given, each narrowed to `host` when given), their
 /// hosts loaded as `xlens tool` reads them (mapped).
+/// `xlens export --html`.
+fn export(
+    path: &Path,
+    run: Option<&str>,
+    host: Option<&str>,
+    out: &Path,
+    window: Option<(i64, i64)>,
+    (max_events, max_details): (usize, usize),
+) -> Result<()> {
+    let sessions = discover(path)?;
+    let session = match run {
+        Some(r) => sessions.iter().find(|s| s.name == r).with_context(|| {
+            format!(
+                "no run `{r}` below {}; runs: {}",
+                path.display(),
+                sessions
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?,
+        None => {
+            let s = sessions
+                .first()
+                .with_context(|| format!("no runs below {}", path.display()))?;
+            if sessions.len() > 1 {
+                eprintln!(
+                    "xlens: exporting the newest of {} runs, {} (--run picks another)",
+                    sessions.len(),
+                    s.name
+                );
+            }
+            s
+        }
+    };
+    let r = open_run(path, host, Some(&session.name))?;
+    let opts = xlens_server::export::ExportOptions {
+        window_ps: window,
+        max_events,
+        max_details,
+    };
+    let e = xlens_server::export::export_html(session, &r, host, &opts)
+        .map_err(|e| anyhow::anyhow!("cannot export {}: {e}", session.name))?;
+    std::fs::write(out, &e.html).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "xlens: wrote {} ({:.1} MB): run {}, trace window {}..{} ps ({}), {} of {} events embedded, details of {}",
+        out.display(),
+        e.html.len() as f64 / 1e6,
+        session.name,
+        e.window_ps.0,
+        e.window_ps.1,
+        e.window_note,
+        e.events,
+        e.total_events,
+        e.details
+    );
+    exit_if_unread(&r);
+    Ok(())
+}
+
 fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {

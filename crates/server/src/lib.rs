@@ -18,6 +18,7 @@
 pub mod access;
 pub mod cache;
 mod capture_api;
+pub mod export;
 mod trace_api;
 mod views;
 

@@ -582,12 +582,25 @@ impl TraceIndex {
 
     /// Everything to draw for `[start, end)` at `width` pixels (at most [`MAX_WIDTH_PX`]).
     pub fn query(&self, start: i64, end: i64, width: u32) -> Viewport {
-        self.query_split(start, end, width, PARALLEL_QUERY_EVENTS)
+        self.query_split(start, end, width, PARALLEL_QUERY_EVENTS, false)
+    }
+
+    /// Every event and counter point in `[start, end)`, none merged (an exported trace window,
+    /// which the page then zooms into without a server).
+    pub fn query_all(&self, start: i64, end: i64) -> Viewport {
+        self.query_split(start, end, MAX_WIDTH_PX, PARALLEL_QUERY_EVENTS, true)
     }
 
     /// [`TraceIndex::query`], walking the tracks on two threads when the window holds about
     /// `parallel_from` events or more (the answer is the same either way).
-    fn query_split(&self, start: i64, end: i64, width: u32, parallel_from: usize) -> Viewport {
+    fn query_split(
+        &self,
+        start: i64,
+        end: i64,
+        width: u32,
+        parallel_from: usize,
+        all: bool,
+    ) -> Viewport {
         let (start, end) = self.clamp_window(start, end);
         let asked_width = width;
         let width = width.clamp(1, MAX_WIDTH_PX);
@@ -595,7 +608,13 @@ impl TraceIndex {
         // In floating point: `end - start` overflows for windows wider than half the i64 range.
         let window = end as f64 - start as f64;
         let ps_per_px = (window / width as f64).max(1e-9);
-        let min_class = class((ps_per_px / 2.0).ceil() as i64).max(1);
+        // Class 0 holds events of zero duration: only a query of everything takes them as they are.
+        let min_class = if all {
+            0
+        } else {
+            class((ps_per_px / 2.0).ceil() as i64).max(1)
+        };
+        let counter_ps_per_px = if all { 1e-9 } else { ps_per_px };
         // Every (track, depth), in drawing order; on large traces the two halves (by events)
         // are walked on two threads and joined in order, names renumbered as one walk would.
         let items: Vec<(usize, usize)> = self
@@ -664,7 +683,7 @@ impl TraceIndex {
                 .counters
                 .iter()
                 .map(|c| {
-                    let (times_ps, values) = counter_points(c, start, end, ps_per_px);
+                    let (times_ps, values) = counter_points(c, start, end, counter_ps_per_px);
                     CounterOut {
                         id: c.id,
                         group: c.group.clone(),
@@ -1635,6 +1654,28 @@ mod tests {
     }
 
     #[test]
+    fn query_all_merges_nothing() {
+        let idx = TraceIndex::build(vec![(
+            "h".into(),
+            Arc::new(crate::base::load::jax_fixture()),
+        )]);
+        let (s, e) = idx.span;
+        let v = idx.query_all(s, e);
+        assert!(v.summaries.is_empty());
+        assert_eq!(v.events.len() as u64, idx.total_events);
+        // A window: exactly the events that overlap it (counted here from the whole list).
+        let (a, b) = (s + (e - s) / 3, s + (e - s) / 2);
+        let want = v
+            .events
+            .iter()
+            .filter(|x| x.start_ps <= b && x.start_ps + x.dur_ps > a)
+            .count();
+        let w = idx.query_all(a, b);
+        assert!(w.summaries.is_empty());
+        assert_eq!(w.events.len(), want);
+    }
+
+    #[test]
     fn two_thread_queries_equal_one_walk() {
         let profiles = [
             crate::base::load::jax_fixture(),
@@ -1649,8 +1690,8 @@ mod tests {
                 (s + q, s + 3 * q, 800),
                 (s + 2 * q, s + 2 * q + 1000, 300),
             ] {
-                let one = idx.query_split(a, b, w, usize::MAX);
-                let two = idx.query_split(a, b, w, 0);
+                let one = idx.query_split(a, b, w, usize::MAX, false);
+                let two = idx.query_split(a, b, w, 0, false);
                 assert_eq!(
                     serde_json::to_value(&one).unwrap(),
                     serde_json::to_value(&two).unwrap(),
