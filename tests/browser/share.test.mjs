@@ -61,6 +61,35 @@ test('a copied link reopens the trace window and the selected event', { skip: no
   }
 });
 
+test('an open op of the op profile is in the link', { skip: noBrowser }, async () => {
+  const server = await startServer(port + 2, fixturesLogdir);
+  const browser = await launch();
+  try {
+    const page = await browser.newPage();
+    await page.goto(`http://127.0.0.1:${port + 2}/?run=jax_mlp_small&tool=op_profile`);
+    const ops = page.locator('details[data-op]');
+    assert.ok((await ops.count()) > 5);
+    const fifth = ops.nth(4);
+    // Unfold the tree down to it, as a reader would.
+    await fifth.evaluate((d) => { for (let p = d.parentElement?.closest('details'); p; p = p.parentElement?.closest('details')) p.open = true; });
+    const name = await fifth.getAttribute('data-op');
+    const program = await fifth.getAttribute('data-program');
+    await fifth.locator('summary').first().click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.has('op'));
+    const url = new URL(page.url());
+    assert.equal(url.searchParams.get('op'), name);
+    assert.equal(url.searchParams.get('program'), program);
+    const other = await browser.newPage();
+    await other.goto(url.href);
+    const open = await other.$$eval('details[data-op]', (ds) => ds.filter((d) => d.open).map((d) => [d.dataset.op, d.dataset.program]));
+    assert.deepEqual(open, [[name, program]]);
+    assert.ok(await other.locator(`details[data-op="${name}"][data-program="${program}"] .op-details`).isVisible());
+  } finally {
+    await browser.close();
+    server.kill();
+  }
+});
+
 test('with a token: the link has none, and works only with the cookie', { skip: noBrowser }, async () => {
   const token = 'share-test-token-7f3a';
   const server = await startServer(port + 1, fixturesLogdir, token);

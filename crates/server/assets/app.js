@@ -46,6 +46,41 @@ if (copy && shareUrl) {
   });
 }
 
+// Op details (op profile): the open op is part of the address (`op=`, with `program=` when the
+// name is in several programs), so a copied link opens it again; on load, the op of the address
+// is opened, its table filtered to it (it may be on another page) and scrolled to.
+{
+  const here = new URLSearchParams(location.search);
+  const want = here.get('op');
+  const program = here.get('program');
+  let shown = false;
+  for (const d of document.querySelectorAll('details[data-op]')) {
+    if (!shown && want && d.dataset.op === want && (!program || d.dataset.program === program)) {
+      shown = true;
+      // Open it and the tree nodes around it.
+      for (let p = d; p; p = p.parentElement?.closest('details')) p.open = true;
+      const table = d.closest('table');
+      const filter = table && table.previousElementSibling;
+      if (filter && filter.matches('input.table-filter') && d.closest('tr')?.hidden) {
+        filter.value = want;
+        filter.dispatchEvent(new Event('input'));
+      }
+      d.scrollIntoView({ block: 'center' });
+    }
+    d.addEventListener('toggle', () => {
+      const u = new URL(location.href);
+      if (d.open) {
+        u.searchParams.set('op', d.dataset.op);
+        u.searchParams.set('program', d.dataset.program);
+      } else if (u.searchParams.get('op') === d.dataset.op) {
+        u.searchParams.delete('op');
+        u.searchParams.delete('program');
+      }
+      history.replaceState(null, '', u);
+    });
+  }
+}
+
 // Selectors of a view's own options (op profile grouping, roofline step) submit their form.
 for (const sel of document.querySelectorAll('select.autosubmit')) {
   sel.addEventListener('change', () => sel.form?.submit());

@@ -91,7 +91,8 @@ fn op_details(op: &OpRow, run: &str, host: &str) -> Markup {
         ("Deduplicated name", &op.deduplicated_name),
     ];
     html! {
-        details {
+        // `data-op`: the page keeps the open op in its address (`op=`), so a link reopens it.
+        details data-op=(op.name) data-program=(op.program) {
             summary { (op.name) }
             div class="op-details" {
                 p {
