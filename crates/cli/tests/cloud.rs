@@ -47,7 +47,8 @@ impl Fake {
         c.arg("cloud")
             .args(args)
             .env("PATH", self.path_env())
-            .env("FAKE_GCLOUD_STATE", &self.state);
+            .env("FAKE_GCLOUD_STATE", &self.state)
+            .env("XLENS_NO_METADATA_CREDENTIALS", "1");
         c
     }
 
@@ -292,6 +293,7 @@ fn create_then_the_startup_script_serves_with_the_token() {
         .env("XLENS_TOKEN", meta("xlens-token"))
         .env("XLENS_HOME", &home)
         .env("XLENS_FOREGROUND", "1")
+        .env("XLENS_NO_METADATA_CREDENTIALS", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
