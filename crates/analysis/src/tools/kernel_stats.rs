@@ -126,10 +126,17 @@ pub fn kernel_stats(p: &Profile) -> KernelStats {
             k
         })
         .collect();
+    // Equal totals (one launch each of a kernel under several configurations) are ordered by
+    // their configuration, so the order never depends on the map's.
     kernels.sort_by(|a, b| {
         b.total_duration_ps
             .cmp(&a.total_duration_ps)
             .then_with(|| a.kernel_name.cmp(&b.kernel_name))
+            .then_with(|| a.grid_dim.cmp(&b.grid_dim))
+            .then_with(|| a.block_dim.cmp(&b.block_dim))
+            .then_with(|| a.registers_per_thread.cmp(&b.registers_per_thread))
+            .then_with(|| a.shmem_bytes.cmp(&b.shmem_bytes))
+            .then_with(|| a.op_name.cmp(&b.op_name))
     });
     KernelStats {
         kernel_count: kernels.len(),
