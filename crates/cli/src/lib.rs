@@ -1,13 +1,14 @@
 //! `xlens`: serve, report on, and benchmark ML profiles (XSpace `.xplane.pb` log directories).
+//!
+//! The command line lives here as a library, [`main_from`], so the binary (`main.rs`) and the
+//! Python package's `xlens` command run the same code; [`open_run`] opens a path as the tools
+//! see it (files memory-mapped).
 
-mod alloc;
+pub mod alloc;
 mod bench;
 mod capture;
 mod cloud;
 mod mapped;
-
-#[global_allocator]
-static ALLOC: alloc::HugeAlloc = alloc::HugeAlloc;
 
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -299,8 +300,16 @@ fn keep_freed_memory() {
     }
 }
 
-fn main() {
-    let matches = Cli::command().subcommand(tool_command()).get_matches();
+/// Runs the command line on `args` (the program name first), exiting the process as the
+/// `xlens` binary does.
+pub fn main_from<I, T>(args: I)
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command()
+        .subcommand(tool_command())
+        .get_matches_from(args);
     let anonymous = matches.get_flag("anonymous")
         || matches
             .subcommand()
@@ -737,7 +746,9 @@ fn export(
     Ok(())
 }
 
-fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
+/// The run below `path` (narrowed to `run` and `host`), its host files memory-mapped and
+/// decoded on first use.
+pub fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {
         let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
