@@ -29,6 +29,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use serde::Serialize;
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 use xlens_analysis::base::context::{Analysis, Run};
+use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::{self, ToolOutput};
 use xlens_store::{HostFile, Session};
 
@@ -350,6 +351,25 @@ fn serde_rows<T: Serialize>(hosts: Vec<&str>, rows: &[T]) -> Result<RecordBatch,
     batch(cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect())
 }
 
+/// The rows `rows` finds in each host's answer of a per-host tool, as one table.
+fn per_host_rows<T, R: Serialize>(
+    out: Option<&PerHost<T>>,
+    rows: impl Fn(&T) -> &Vec<R>,
+) -> Result<RecordBatch, String> {
+    let out = out.ok_or("the tool gave another output")?;
+    let mut hosts = Vec::new();
+    let mut all = Vec::new();
+    for (h, s) in &out.hosts {
+        if let Ok(s) = s {
+            for row in rows(s) {
+                hosts.push(h.as_str());
+                all.push(row);
+            }
+        }
+    }
+    serde_rows(hosts, &all)
+}
+
 /// The row tables of tools whose output holds a list of rows per host.
 fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
     use xlens_analysis::tools::{framework_op_stats, hlo_stats, kernel_stats, op_profile};
@@ -368,38 +388,13 @@ fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
             }
             serde_rows(hosts, &rows)
         }
-        "framework_op_stats" => {
-            let r = out
-                .get::<xlens_analysis::base::tool::PerHost<framework_op_stats::FrameworkOpStats>>()
-                .ok_or("framework_op_stats gave another output")?;
-            let mut hosts = Vec::new();
-            let mut rows = Vec::new();
-            for (h, s) in &r.hosts {
-                if let Ok(s) = s {
-                    for row in &s.ops {
-                        hosts.push(h.as_str());
-                        rows.push(row);
-                    }
-                }
-            }
-            serde_rows(hosts, &rows)
-        }
-        "kernel_stats" => {
-            let r = out
-                .get::<xlens_analysis::base::tool::PerHost<kernel_stats::KernelStats>>()
-                .ok_or("kernel_stats gave another output")?;
-            let mut hosts = Vec::new();
-            let mut rows = Vec::new();
-            for (h, s) in &r.hosts {
-                if let Ok(s) = s {
-                    for row in &s.kernels {
-                        hosts.push(h.as_str());
-                        rows.push(row);
-                    }
-                }
-            }
-            serde_rows(hosts, &rows)
-        }
+        "framework_op_stats" => per_host_rows(
+            out.get::<PerHost<framework_op_stats::FrameworkOpStats>>(),
+            |s| &s.ops,
+        ),
+        "kernel_stats" => per_host_rows(out.get::<PerHost<kernel_stats::KernelStats>>(), |s| {
+            &s.kernels
+        }),
         "op_profile" => {
             let r = out
                 .get::<op_profile::OpProfileReport>()
