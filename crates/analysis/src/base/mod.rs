@@ -13,6 +13,7 @@ pub mod headroom;
 pub mod heap;
 pub mod hlo;
 pub mod hlo_ops;
+pub mod hosts;
 pub mod hta;
 pub mod load;
 pub mod op_metrics;

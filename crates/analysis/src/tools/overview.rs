@@ -134,6 +134,10 @@ pub struct Overview {
     pub steps: Option<RunSteps>,
     pub steps_all: Option<RunSteps>,
     pub hosts: Vec<HostOverview>,
+    /// With two hosts or more with steps: the hosts compared (per-host step statistics, host ×
+    /// step matrices, stragglers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_hosts: Option<crate::base::hosts::AllHosts>,
 }
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -380,6 +384,22 @@ pub fn overview(run: &Run) -> Overview {
     );
     let first_index = hosts.iter().position(|h| h.error.is_none());
     let first = first_index.and_then(|i| hosts.get(i));
+    let all_hosts = crate::base::hosts::compare_hosts(
+        &hosts
+            .iter()
+            .filter(|h| h.error.is_none())
+            .map(|h| crate::base::hosts::HostSteps {
+                host: &h.host,
+                rows: &h.steps.rows,
+            })
+            .collect::<Vec<_>>(),
+        hosts
+            .iter()
+            .filter(|h| h.error.is_some())
+            .map(|h| h.host.clone())
+            .collect(),
+        CATEGORIES,
+    );
     Overview {
         run: run.name().to_string(),
         host_count: hosts.len(),
@@ -402,6 +422,7 @@ pub fn overview(run: &Run) -> Overview {
             host_index: i,
         }),
         hosts,
+        all_hosts,
     }
 }
 

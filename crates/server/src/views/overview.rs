@@ -4,6 +4,7 @@
 
 use maud::{html, Markup};
 use serde::Serialize;
+use xlens_analysis::base::hosts::{AllHosts, HostStepStats};
 use xlens_analysis::base::op_metrics::OpMetric;
 use xlens_analysis::base::step_db::{Category, StepRow};
 use xlens_analysis::tools::overview::{HostOverview, Overview};
@@ -22,6 +23,7 @@ pub fn view(v: &Overview, cx: &Cx) -> Markup {
     html! {
         h1 { "Overview: run " (v.run) }
         p { (v.host_count) " host(s); device " (v.device_type) "; " (v.devices_participated) " device(s) participated." }
+        @if let Some(a) = &v.all_hosts { (all_hosts(a, cx)) }
         @for h in &v.hosts { (host(h, v.categories, cx)) }
         script type="module" src="/static/stepchart.js" {}
         h3 { "Steps" }
@@ -208,6 +210,95 @@ fn host(h: &HostOverview, cats: &[Category], cx: &Cx) -> Markup {
 }
 
 /// Every host's steps (the tool's CSV as a table).
+/// Many hosts: stragglers with evidence, per-host step statistics, and host × step heatmaps of
+/// step time and of each breakdown category (against each step's median over the hosts).
+fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
+    let n = a.hosts.len();
+    html! {
+        section class="all-hosts" id="all-hosts" {
+            h2 { "All hosts: " (n) " with steps"
+                @if !a.hosts_without_steps.is_empty() {
+                    " (not counted: " (a.hosts_without_steps.join(", ")) ")"
+                }
+            }
+            @if a.stragglers.is_empty() {
+                p { "No straggler: no host's step is " (format!("{:.0}", a.straggler_threshold_percent)) "% or more above the other hosts' median, in any of " (a.steps.len()) " steps." }
+            } @else {
+                h3 { "Stragglers (" (a.stragglers.len()) " of " (n) " hosts; a step " (format!("{:.0}", a.straggler_threshold_percent)) "% or more above the other hosts' median)" }
+                ul class="stragglers" {
+                    @for s in &a.stragglers {
+                        li {
+                            b { (s.host) } ": " (s.evidence) ". Steps: "
+                            (s.steps.iter().take(12).cloned().collect::<Vec<_>>().join(", "))
+                            @if s.steps.len() > 12 { " and " (s.steps.len() - 12) " more" }
+                            " · "
+                            a href=(Url::page(cx.session, "overview_page").with("host", &s.host)) { "its overview" }
+                        }
+                    }
+                }
+            }
+            h3 { "Step time per host (" (n) " hosts)" }
+            (Table::new("sortable")
+                .col("host", |s: &&HostStepStats| Cell::text(&s.host))
+                .num("steps", |s| Cell::int(s.steps))
+                .num("mean", |s| Cell::num(s.mean_ps, fmt_ps(s.mean_ps)))
+                .num("median", |s| Cell::num(s.median_ps, fmt_ps(s.median_ps)))
+                .num("p90", |s| Cell::num(s.p90_ps, fmt_ps(s.p90_ps)))
+                .num("min", |s| Cell::num(s.min_ps, fmt_ps(s.min_ps)))
+                .num("max", |s| Cell::num(s.max_ps, fmt_ps(s.max_ps)))
+                .num("median vs hosts", |s| Cell::num(s.vs_hosts_percent, format!("{:+.1}%", s.vs_hosts_percent)))
+                .render(a.stats.iter()))
+            h3 { "Host × step: step time (" (n) " hosts × " (a.steps.len()) " steps; red: slower than the step's median over hosts)" }
+            (heatmap(&a.hosts, &a.steps, &a.step_time_ps, "step time"))
+            @for c in &a.categories {
+                @if c.ps.iter().flatten().any(|v| v.is_some_and(|x| x > 0)) {
+                    details {
+                        summary { "Host × step: " (c.label) }
+                        (heatmap(&a.hosts, &a.steps, &c.ps, c.label))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A host × step grid coloured by each cell against its step's median over the hosts (white at
+/// the median or below, red from +50%), each cell's figures in its tooltip.
+fn heatmap(hosts: &[String], steps: &[String], m: &[Vec<Option<i64>>], what: &str) -> Markup {
+    let cw = (900.0 / steps.len().max(1) as f64).clamp(2.0, 24.0);
+    let ch = (600.0 / hosts.len().max(1) as f64).clamp(3.0, 18.0);
+    let label = 90.0;
+    let w = label + cw * steps.len() as f64;
+    let h = ch * hosts.len() as f64;
+    let medians: Vec<Option<i64>> = (0..steps.len())
+        .map(|s| {
+            let mut v: Vec<i64> = m.iter().filter_map(|row| row[s]).collect();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied()
+        })
+        .collect();
+    html! {
+        svg class="heatmap" width=(w) height=(h) viewBox=(format!("0 0 {w} {h}")) role="img" aria-label=(format!("{what} per host and step")) {
+            @for (hi, host) in hosts.iter().enumerate() {
+                @if ch >= 8.0 {
+                    text x="0" y=(f1(hi as f64 * ch + ch * 0.75)) font-size=(f1(ch * 0.7)) { (host) }
+                }
+                @for (si, v) in m[hi].iter().enumerate() {
+                    @if let Some(v) = v {
+                        @let med = medians[si].unwrap_or(0);
+                        @let ratio = if med > 0 { *v as f64 / med as f64 } else { 1.0 };
+                        @let red = ((ratio - 1.0) / 0.5).clamp(0.0, 1.0);
+                        rect x=(f1(label + si as f64 * cw)) y=(f1(hi as f64 * ch)) width=(f1(cw)) height=(f1(ch))
+                            fill=(format!("rgb(255,{g},{g})", g = (255.0 * (1.0 - red)).round() as u8)) stroke="#ddd" stroke-width="0.5" {
+                            title { (host) " · " (steps[si]) ": " (fmt_ps(*v)) " (" (format!("{:+.1}%", (ratio - 1.0) * 100.0)) " against the step's median)" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn steps_table(v: &Overview) -> Markup {
     let mut t = Table::new("sortable")
         .filter()

@@ -1,0 +1,338 @@
+//! Many hosts of one run side by side: each host's step statistics, the host × step matrices of
+//! step time and of each breakdown category, and the stragglers, with evidence.
+//!
+//! Steps are matched across hosts by name (`train 12` on every host is one step). A host
+//! straggles at a step when its step time is at least [`STRAGGLER_PERCENT`] above the median of
+//! the *other* hosts at that step (so two hosts can be compared too); the category that explains
+//! it is the one whose time grew most against the other hosts' median over those steps.
+
+use serde::Serialize;
+
+use crate::base::step_db::{Category, StepRow};
+
+/// How far above the other hosts' median a step must be to count as straggling.
+pub const STRAGGLER_PERCENT: f64 = 10.0;
+
+/// One host's steps (XProf's step table).
+pub struct HostSteps<'a> {
+    pub host: &'a str,
+    pub rows: &'a [StepRow],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostStepStats {
+    pub host: String,
+    pub steps: usize,
+    pub mean_ps: i64,
+    pub median_ps: i64,
+    pub p90_ps: i64,
+    pub min_ps: i64,
+    pub max_ps: i64,
+    /// This host's median against the median of all hosts' medians, in percent (+ is slower).
+    pub vs_hosts_percent: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CategoryMatrix {
+    pub id: &'static str,
+    pub label: &'static str,
+    /// `[host][step]`, `None` where the host has no such step.
+    pub ps: Vec<Vec<Option<i64>>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Straggler {
+    pub host: String,
+    /// The steps where it straggles, by name.
+    pub steps: Vec<String>,
+    /// Of the steps it shares with other hosts.
+    pub steps_compared: usize,
+    pub mean_excess_ps: i64,
+    pub mean_excess_percent: f64,
+    pub max_excess_percent: f64,
+    /// The breakdown category whose time grew most over those steps (its id and label).
+    pub category: &'static str,
+    pub category_label: &'static str,
+    /// That category's excess per straggling step, on average.
+    pub category_excess_ps: i64,
+    /// One sentence with the figures.
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AllHosts {
+    /// Hosts with steps (what every figure here covers).
+    pub hosts: Vec<String>,
+    /// Hosts of the run without steps (unreadable files, no step markers): not in the figures.
+    pub hosts_without_steps: Vec<String>,
+    pub stats: Vec<HostStepStats>,
+    /// Step names, in order of first appearance.
+    pub steps: Vec<String>,
+    /// `[host][step]` step time, `None` where the host has no such step.
+    pub step_time_ps: Vec<Vec<Option<i64>>>,
+    pub categories: Vec<CategoryMatrix>,
+    pub straggler_threshold_percent: f64,
+    /// Slowest first; empty when no host straggles.
+    pub stragglers: Vec<Straggler>,
+}
+
+fn median(v: &mut [i64]) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        // The mean of the middle two, without overflow.
+        v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2
+    })
+}
+
+fn quantile(sorted: &[i64], q: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn pct(a: i64, b: i64) -> f64 {
+    if b > 0 {
+        100.0 * (a as f64 - b as f64) / b as f64
+    } else {
+        0.0
+    }
+}
+
+/// The hosts of a run compared; `None` with fewer than two hosts with steps.
+pub fn compare_hosts(
+    hosts: &[HostSteps<'_>],
+    without_steps: Vec<String>,
+    categories: &'static [Category],
+) -> Option<AllHosts> {
+    let with: Vec<&HostSteps> = hosts.iter().filter(|h| !h.rows.is_empty()).collect();
+    let mut without = without_steps;
+    without.extend(
+        hosts
+            .iter()
+            .filter(|h| h.rows.is_empty())
+            .map(|h| h.host.to_string()),
+    );
+    if with.len() < 2 {
+        return None;
+    }
+    let mut steps: Vec<String> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for h in &with {
+        for r in h.rows {
+            if !index.contains_key(&r.name) {
+                index.insert(r.name.clone(), steps.len());
+                steps.push(r.name.clone());
+            }
+        }
+    }
+    let cell = |h: &HostSteps, f: &dyn Fn(&StepRow) -> i64| -> Vec<Option<i64>> {
+        let mut v = vec![None; steps.len()];
+        for r in h.rows {
+            if let Some(&i) = index.get(&r.name) {
+                v[i] = Some(f(r));
+            }
+        }
+        v
+    };
+    let step_time: Vec<Vec<Option<i64>>> =
+        with.iter().map(|h| cell(h, &|r| r.duration_ps)).collect();
+    let cats: Vec<CategoryMatrix> = categories
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| CategoryMatrix {
+            id: c.id,
+            label: c.label,
+            ps: with
+                .iter()
+                .map(|h| cell(h, &|r| r.breakdown_ps.get(ci).copied().unwrap_or(0)))
+                .collect(),
+        })
+        .collect();
+
+    let mut stats: Vec<HostStepStats> = with
+        .iter()
+        .map(|h| {
+            let mut d: Vec<i64> = h.rows.iter().map(|r| r.duration_ps).collect();
+            d.sort_unstable();
+            let sum: i128 = d.iter().map(|&x| x as i128).sum();
+            HostStepStats {
+                host: h.host.to_string(),
+                steps: d.len(),
+                mean_ps: (sum / d.len().max(1) as i128) as i64,
+                median_ps: median(&mut d.clone()).unwrap_or(0),
+                p90_ps: quantile(&d, 0.9),
+                min_ps: d.first().copied().unwrap_or(0),
+                max_ps: d.last().copied().unwrap_or(0),
+                vs_hosts_percent: 0.0,
+            }
+        })
+        .collect();
+    let mut medians: Vec<i64> = stats.iter().map(|s| s.median_ps).collect();
+    let all = median(&mut medians).unwrap_or(0);
+    for s in &mut stats {
+        s.vs_hosts_percent = pct(s.median_ps, all);
+    }
+
+    // The other hosts' median at step `s`, leaving host `h` out.
+    let others = |m: &[Vec<Option<i64>>], h: usize, s: usize| -> Option<i64> {
+        let mut v: Vec<i64> = (0..m.len())
+            .filter(|&o| o != h)
+            .filter_map(|o| m[o][s])
+            .collect();
+        median(&mut v)
+    };
+    let mut stragglers = Vec::new();
+    for (hi, h) in with.iter().enumerate() {
+        let mut slow = Vec::new();
+        let mut compared = 0;
+        for s in 0..steps.len() {
+            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_time, hi, s)) else {
+                continue;
+            };
+            compared += 1;
+            let e = pct(t, m);
+            if e >= STRAGGLER_PERCENT {
+                slow.push((s, t - m, e));
+            }
+        }
+        if slow.is_empty() {
+            continue;
+        }
+        let n = slow.len() as i64;
+        let (cat, cat_excess) = cats
+            .iter()
+            .map(|c| {
+                let ex: i64 = slow
+                    .iter()
+                    .map(|&(s, _, _)| c.ps[hi][s].unwrap_or(0) - others(&c.ps, hi, s).unwrap_or(0))
+                    .sum();
+                (c, ex / n)
+            })
+            .max_by_key(|&(_, ex)| ex)?;
+        let mean_excess_ps = slow.iter().map(|x| x.1).sum::<i64>() / n;
+        let mean_pct = slow.iter().map(|x| x.2).sum::<f64>() / slow.len() as f64;
+        let max_pct = slow.iter().map(|x| x.2).fold(f64::MIN, f64::max);
+        stragglers.push(Straggler {
+            host: h.host.to_string(),
+            steps: slow.iter().map(|&(s, _, _)| steps[s].clone()).collect(),
+            steps_compared: compared,
+            mean_excess_ps,
+            mean_excess_percent: mean_pct,
+            max_excess_percent: max_pct,
+            category: cat.id,
+            category_label: cat.label,
+            category_excess_ps: cat_excess,
+            evidence: format!(
+                "{} is {:.1}% slower than the other {} hosts' median in {} of {} steps (by {:.3} ms a step on average, at most {:.1}%); most of it is {} ({:.3} ms a step more)",
+                h.host,
+                mean_pct,
+                with.len() - 1,
+                slow.len(),
+                compared,
+                mean_excess_ps as f64 / 1e9,
+                max_pct,
+                cat.label,
+                cat_excess as f64 / 1e9
+            ),
+        });
+    }
+    stragglers.sort_by(|a, b| {
+        b.mean_excess_percent
+            .total_cmp(&a.mean_excess_percent)
+            .then_with(|| a.host.cmp(&b.host))
+    });
+    Some(AllHosts {
+        hosts: with.iter().map(|h| h.host.to_string()).collect(),
+        hosts_without_steps: without,
+        stats,
+        steps,
+        step_time_ps: step_time,
+        categories: cats,
+        straggler_threshold_percent: STRAGGLER_PERCENT,
+        stragglers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::step_db::CATEGORIES;
+
+    fn row(name: &str, dur: i64, compute: i64) -> StepRow {
+        let mut breakdown = vec![0; CATEGORIES.len()];
+        breakdown[0] = compute;
+        breakdown[CATEGORIES.len() - 1] = dur - compute;
+        StepRow {
+            group_id: 0,
+            name: name.into(),
+            begin_ps: 0,
+            duration_ps: dur,
+            breakdown_ps: breakdown,
+            type_ps: [0; 18],
+        }
+    }
+
+    #[test]
+    fn one_slow_host_in_its_slow_steps() {
+        // Four hosts, three steps; host c is 50% slower in steps 2 and 3, all in compute.
+        let fast: Vec<StepRow> = (1..=3).map(|i| row(&format!("s{i}"), 100, 60)).collect();
+        let b: Vec<StepRow> = (1..=3).map(|i| row(&format!("s{i}"), 104, 64)).collect();
+        let slow = vec![row("s1", 102, 62), row("s2", 150, 110), row("s3", 150, 110)];
+        let hosts = [
+            HostSteps {
+                host: "a",
+                rows: &fast,
+            },
+            HostSteps {
+                host: "b",
+                rows: &b,
+            },
+            HostSteps {
+                host: "c",
+                rows: &slow,
+            },
+            HostSteps {
+                host: "d",
+                rows: &fast,
+            },
+        ];
+        let r = compare_hosts(&hosts, vec!["e".into()], CATEGORIES).unwrap();
+        assert_eq!(r.hosts, ["a", "b", "c", "d"]);
+        assert_eq!(r.hosts_without_steps, ["e"]);
+        assert_eq!(r.step_time_ps[2], [Some(102), Some(150), Some(150)]);
+        assert_eq!(r.stragglers.len(), 1);
+        let s = &r.stragglers[0];
+        assert_eq!(s.host, "c");
+        assert_eq!(s.steps, ["s2", "s3"]);
+        assert_eq!(s.steps_compared, 3);
+        // Others' median at s2: median(100, 104, 100) = 100.
+        assert_eq!(s.mean_excess_ps, 50);
+        assert!((s.mean_excess_percent - 50.0).abs() < 1e-9);
+        assert_eq!(s.category, CATEGORIES[0].id);
+        assert_eq!(s.category_excess_ps, 50);
+        // Medians: a 100, b 104, c 150, d 100 -> all hosts' median 102.
+        assert!((r.stats[2].vs_hosts_percent - 100.0 * 48.0 / 102.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_host_is_no_comparison() {
+        let rows = vec![row("s1", 100, 50)];
+        assert!(compare_hosts(
+            &[HostSteps {
+                host: "a",
+                rows: &rows
+            }],
+            vec![],
+            CATEGORIES
+        )
+        .is_none());
+    }
+}

@@ -1,0 +1,78 @@
+//! Many hosts made from a real profile with known answers (`examples/many_hosts.rs`): eight
+//! copies of the JAX fixture with clock offsets and up to 3% jitter, one of them stretched 1.5x.
+//! The overview compares the hosts: the stretched one, and only it, is a straggler, by the
+//! factor the generator wrote (against the other hosts' median), in host compute (a CPU
+//! profile: the ops run on host threads).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    // target/debug/deps/<test> -> target/debug/examples/<name>
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name)
+}
+
+#[test]
+fn the_stretched_host_is_the_straggler() {
+    let gen = example("many_hosts");
+    assert!(
+        gen.exists(),
+        "cargo test builds the examples; missing {}",
+        gen.display()
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("xlens-many-hosts-{}", std::process::id()));
+    let session = dir.join("plugins/profile/eight");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(&gen)
+        .args(["--hosts", "8", "--seed", "7", "--slow", "5:1.5", "--out"])
+        .arg(&session)
+        .arg(root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let truth: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{}.truth.json", session.display())).unwrap(),
+    )
+    .unwrap();
+    let mut others: Vec<f64> = truth
+        .iter()
+        .filter(|t| t["host"] != "host005")
+        .map(|t| t["stretch"].as_f64().unwrap())
+        .collect();
+    others.sort_by(f64::total_cmp);
+    // Seven others: the median is the 4th.
+    let expected = (1.5 / others[3] - 1.0) * 100.0;
+
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["tool", "overview_page", "--json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = &v["all_hosts"];
+    assert_eq!(a["hosts"].as_array().unwrap().len(), 8);
+    // XProf's steps of this profile: 8 (fixtures/expected/xprof/overview/jax_mlp_small.json).
+    assert_eq!(a["steps"].as_array().unwrap().len(), 8);
+    let s = a["stragglers"].as_array().unwrap();
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["host"], "host005");
+    assert_eq!(s[0]["steps"].as_array().unwrap().len(), 8);
+    let got = s[0]["mean_excess_percent"].as_f64().unwrap();
+    // Step times scale with the stretch up to rounding of each event to whole picoseconds.
+    assert!((got - expected).abs() < 0.5, "{got} vs {expected}");
+    assert_eq!(s[0]["category"], "host_compute");
+    // Every host in the heatmap, every step in each row.
+    for row in a["step_time_ps"].as_array().unwrap() {
+        assert!(row.as_array().unwrap().iter().all(|c| c.is_i64()));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
