@@ -120,6 +120,10 @@ enum Cmd {
         /// to addresses visitors type; link-local and cloud metadata addresses stay refused).
         #[arg(long)]
         allow_capture: bool,
+        /// Show several hosts on their raw clocks in the trace viewer instead of aligning them on
+        /// their step ends.
+        #[arg(long)]
+        no_align: bool,
         /// Resident memory the loaded profiles may use (e.g. 8G, 500M; 0 for no budget); least
         /// recently used files are evicted past it and loaded again when asked for. Default:
         /// half of this machine's memory (or XLENS_MEMORY_BUDGET).
@@ -333,9 +337,10 @@ where
             token_file,
             no_auth,
             allow_capture,
+            no_align,
             memory_budget,
         } => serve_access(bind, token, token_file, no_auth, allow_capture)
-            .and_then(|access| serve(logdir, bind, access, memory_budget)),
+            .and_then(|access| serve(logdir, bind, access, memory_budget, no_align)),
         Cmd::Runs { path, json } => list_runs(&path, json),
         Cmd::Diff {
             base,
@@ -840,6 +845,7 @@ fn serve(
     bind: SocketAddr,
     access: xlens_server::Access,
     memory_budget: Option<u64>,
+    no_align: bool,
 ) -> Result<()> {
     let (logdir, label) = match logdir {
         Some(d) => {
@@ -899,6 +905,10 @@ fn serve(
         None => format!("http://{shown}/"),
     };
     let state = xlens_server::AppState::with_access(logdir, label, limits, access);
+    state
+        .cache
+        .no_align
+        .store(no_align, std::sync::atomic::Ordering::Relaxed);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

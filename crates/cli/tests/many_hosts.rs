@@ -76,3 +76,60 @@ fn the_stretched_host_is_the_straggler() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Four copies with only their clocks shifted (known offsets, no jitter): the trace viewer puts
+/// them back on one axis by their step ends, exactly; `--no-align` shows the raw clocks.
+#[test]
+fn shifted_clocks_are_aligned_on_step_ends() {
+    let gen = example("many_hosts");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("xlens-clocks-{}", std::process::id()));
+    let session = dir.join("plugins/profile/four");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(&gen)
+        .args(["--hosts", "4", "--seed", "3", "--jitter-pct", "0", "--out"])
+        .arg(&session)
+        .arg(root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let truth: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{}.truth.json", session.display())).unwrap(),
+    )
+    .unwrap();
+    let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
+    let clocks = |extra: &[&str]| -> Vec<Value> {
+        let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+            .args(["tool", "trace_viewer", "--json", "--width", "10"])
+            .args(extra)
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["clocks"].as_array().unwrap().clone()
+    };
+    let aligned = clocks(&[]);
+    assert_eq!(aligned.len(), 4);
+    assert_eq!(aligned[0]["basis"], "reference");
+    for (i, c) in aligned.iter().enumerate().skip(1) {
+        assert_eq!(c["basis"], "step ends");
+        assert_eq!(c["matched_steps"], 10);
+        // The shift the generator made, undone to the picosecond.
+        assert_eq!(
+            c["correction_ps"].as_i64().unwrap(),
+            -(offset(i) - offset(0))
+        );
+        assert_eq!(c["residual_ps"], 0);
+    }
+    let raw = clocks(&["--no-align"]);
+    for (i, c) in raw.iter().enumerate() {
+        assert_eq!(c["basis"], "raw clock");
+        assert_eq!(c["correction_ps"], 0);
+        assert_eq!(
+            c["raw_offset_ps"].as_i64().unwrap() - raw[0]["raw_offset_ps"].as_i64().unwrap(),
+            offset(i) - offset(0)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -336,9 +336,22 @@ function draw() {
   const d = state.data;
   status.textContent = `${fmt(state.end - state.start)} shown · ${d.events.length} events + ${d.summaries.length} merged boxes ` +
     `(${d.summaries.reduce((a, s) => a + s.count, 0)} events narrower than a pixel) of ${d.total_events} in the trace · ` +
-    `drawn in ${ms.toFixed(1)} ms · server ${state.fetchMs ? state.fetchMs.toFixed(0) : '?'} ms`;
+    `drawn in ${ms.toFixed(1)} ms · server ${state.fetchMs ? state.fetchMs.toFixed(0) : '?'} ms` + clockNote(d);
   root.dataset.drawn = String(drawn);
   root.dataset.drawMs = ms.toFixed(2);
+}
+
+// Several hosts: how their clocks were put on one axis (aligned on step ends, or raw), with each
+// host's correction and residual skew in the tooltip.
+function clockNote(d) {
+  const cs = d.clocks || [];
+  if (!cs.length) return '';
+  const aligned = cs.filter((c) => c.basis === 'step ends');
+  status.title = cs.map((c) => `${c.host}: ${c.basis}, raw offset ${fmt(c.raw_offset_ps)}, correction ${fmt(c.correction_ps)}, residual ${fmt(c.residual_ps)} over ${c.matched_steps} steps`).join('\n');
+  if (!aligned.length) return ` · ${cs.length} hosts on their raw clocks`;
+  const worst = aligned.reduce((a, c) => Math.max(a, Math.abs(c.correction_ps)), 0);
+  const resid = aligned.reduce((a, c) => Math.max(a, c.residual_ps), 0);
+  return ` · ${cs.length} hosts' clocks aligned on step ends (${aligned.length} corrected, at most ${fmt(worst)}; residual skew ≤ ${fmt(resid)}; hover for each)`;
 }
 
 function drawRuler(W) {

@@ -33,6 +33,8 @@ pub struct ProfileCache {
     loads: std::sync::atomic::AtomicU64,
     evictions: std::sync::atomic::AtomicU64,
     over_budget_warned: std::sync::atomic::AtomicBool,
+    /// `xlens serve --no-align`: runs show their hosts on raw clocks.
+    pub no_align: std::sync::atomic::AtomicBool,
 }
 
 /// What `/api/status` reports of the cache.
@@ -278,6 +280,7 @@ impl ProfileCache {
             return r;
         }
         let run = Arc::new(Run::new(sessions, |h| self.get(h)));
+        run.set_align(!self.no_align.load(std::sync::atomic::Ordering::Relaxed));
         let run = lock(&self.runs)
             .entry(key)
             .or_insert((run, keys.clone()))

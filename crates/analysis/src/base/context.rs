@@ -122,6 +122,11 @@ impl Analysis {
         &self.profile
     }
 
+    /// The profile, shared (for indexes built beside the analysis's own).
+    pub fn profile_arc(&self) -> Arc<Profile> {
+        self.profile.clone()
+    }
+
     /// What ran the profile.
     pub fn device(&self) -> &DeviceInfo {
         self.device.get_or_init(|| device_info(&self.profile))
@@ -289,6 +294,9 @@ pub struct Run {
     pub hosts: Vec<HostContext>,
     trace: OnceLock<Result<Arc<TraceIndex>, String>>,
     warming: std::sync::atomic::AtomicBool,
+    /// Align the hosts' clocks on their step ends in the trace ([`crate::base::align`]); on
+    /// unless [`Run::set_align`] turns it off before the trace is first built.
+    no_align: std::sync::atomic::AtomicBool,
 }
 
 impl Run {
@@ -313,6 +321,7 @@ impl Run {
             hosts,
             trace: OnceLock::new(),
             warming: std::sync::atomic::AtomicBool::new(false),
+            no_align: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -352,6 +361,13 @@ impl Run {
         let _ = self.trace_index();
     }
 
+    /// Shows the hosts on their raw clocks in the trace (`--no-align`); call before the trace is
+    /// first built.
+    pub fn set_align(&self, on: bool) {
+        self.no_align
+            .store(!on, std::sync::atomic::Ordering::Release);
+    }
+
     /// Whether [`Run::warm`] has been called.
     pub fn warm_started(&self) -> bool {
         self.warming.load(std::sync::atomic::Ordering::Acquire)
@@ -363,11 +379,26 @@ impl Run {
         self.trace
             .get_or_init(|| {
                 let mut hosts = Vec::with_capacity(self.hosts.len());
+                let mut ends = Vec::with_capacity(self.hosts.len());
+                let align = self.hosts.len() > 1
+                    && !self.no_align.load(std::sync::atomic::Ordering::Acquire);
                 for h in &self.hosts {
                     let a = h.analysis.as_ref().map_err(Clone::clone)?;
                     hosts.push((h.host().to_string(), a.profile.clone()));
+                    if align {
+                        ends.push(
+                            a.step_db()
+                                .steps_all
+                                .iter()
+                                .map(|r| (r.name.clone(), r.begin_ps.saturating_add(r.duration_ps)))
+                                .collect(),
+                        );
+                    }
                 }
-                Ok(Arc::new(TraceIndex::build(hosts)))
+                Ok(Arc::new(TraceIndex::build_aligned(
+                    hosts,
+                    align.then_some(ends),
+                )))
             })
             .clone()
     }

@@ -3,6 +3,7 @@
 //! computes each derived analysis of a host once and shares it.
 
 pub mod advice;
+pub mod align;
 pub mod allocators;
 pub mod context;
 pub mod cost_model;

@@ -152,6 +152,8 @@ pub struct TraceIndex {
     flows: std::sync::OnceLock<FlowIndex>,
     /// Steps per host, built on first use.
     steps: std::sync::OnceLock<Vec<crate::base::steps::Steps>>,
+    /// How each host was placed on the common axis (several hosts only).
+    pub clocks: Vec<crate::base::align::HostClock>,
 }
 
 /// A counter: values over time, drawn as a line chart under its group.
@@ -376,6 +378,15 @@ fn line_rank(name: &str) -> u8 {
 impl TraceIndex {
     /// Builds the index over hosts (each loaded once, shared with other tools).
     pub fn build(hosts: Vec<(String, Arc<Profile>)>) -> TraceIndex {
+        Self::build_aligned(hosts, None)
+    }
+
+    /// [`TraceIndex::build`], the hosts' clocks aligned on their step ends when `step_ends`
+    /// (per host: step name, end on the host's own axis) is given ([`crate::base::align`]).
+    pub fn build_aligned(
+        hosts: Vec<(String, Arc<Profile>)>,
+        step_ends: Option<Vec<Vec<(String, i64)>>>,
+    ) -> TraceIndex {
         // Common axis: align hosts whose clocks are known; others start at 0.
         let min_origin = hosts
             .iter()
@@ -398,6 +409,22 @@ impl TraceIndex {
                 }
             })
             .collect();
+        let mut hosts = hosts;
+        let clocks = if hosts.len() > 1 {
+            let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+            let raw: Vec<i64> = hosts.iter().map(|h| h.offset_ps).collect();
+            match &step_ends {
+                Some(ends) if ends.len() == hosts.len() => {
+                    crate::base::align::align(&names, &raw, ends)
+                }
+                _ => crate::base::align::align(&names, &raw, &vec![Vec::new(); hosts.len()]),
+            }
+        } else {
+            Vec::new()
+        };
+        for (h, c) in hosts.iter_mut().zip(&clocks) {
+            h.offset_ps = h.offset_ps.saturating_add(c.correction_ps);
+        }
         let mut order = Vec::new();
         for (h, host) in hosts.iter().enumerate() {
             let p = &host.profile;
@@ -487,6 +514,7 @@ impl TraceIndex {
             span: span.unwrap_or((0, 0)),
             flows: Default::default(),
             steps: Default::default(),
+            clocks,
         }
     }
 
@@ -696,6 +724,7 @@ impl TraceIndex {
                     }
                 })
                 .collect(),
+            clocks: self.clocks.clone(),
         }
     }
 
@@ -1388,6 +1417,9 @@ pub struct Viewport {
     pub summaries: Vec<Summary>,
     /// Counter series in the window (per pixel: first, min, max, last; spikes are kept).
     pub counters: Vec<CounterOut>,
+    /// How each host was placed on the common axis (several hosts only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<crate::base::align::HostClock>,
 }
 
 /// A counter's points in one window.

@@ -22,6 +22,10 @@ pub struct TraceViewerParams {
     /// Pixel width deciding the level of detail (default 1500).
     #[arg(long)]
     pub width: Option<u32>,
+    /// Several hosts: show their raw clocks instead of aligning them on their step ends.
+    #[arg(long)]
+    #[serde(default)]
+    pub no_align: bool,
 }
 
 /// One window of the timeline, names written inline.
@@ -34,6 +38,7 @@ impl Serialize for TraceWindow {
         let v = &self.0;
         let name = |i: u32| v.names.get(i as usize).map_or("", String::as_str);
         Window {
+            clocks: &v.clocks,
             counters: v
                 .counters
                 .iter()
@@ -102,6 +107,8 @@ impl Serialize for TraceWindow {
 // The viewport's parts with their fields in name order (as a JSON value tree would write them).
 #[derive(Serialize)]
 struct Window<'a> {
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    clocks: &'a [crate::base::align::HostClock],
     counters: Vec<Counter<'a>>,
     end_ps: i64,
     events: Vec<Event<'a>>,
@@ -171,7 +178,20 @@ impl Tool for TraceViewer {
     type Output = TraceWindow;
 
     fn run(run: &Run, p: &TraceViewerParams) -> Result<TraceWindow, ToolError> {
-        let idx = run.trace_index().map_err(ToolError::Load)?;
+        let idx = if p.no_align && run.hosts.len() > 1 {
+            // Not the run's (aligned) index: one on the raw clocks, for this answer.
+            let mut hosts = Vec::with_capacity(run.hosts.len());
+            for h in &run.hosts {
+                let a = h
+                    .analysis
+                    .as_ref()
+                    .map_err(|e| ToolError::Load(e.clone()))?;
+                hosts.push((h.host().to_string(), a.profile_arc()));
+            }
+            std::sync::Arc::new(crate::base::trace::TraceIndex::build(hosts))
+        } else {
+            run.trace_index().map_err(ToolError::Load)?
+        };
         Ok(TraceWindow(idx.query(
             p.start_ps.unwrap_or(idx.span.0),
             p.end_ps.unwrap_or(idx.span.1),
