@@ -246,7 +246,11 @@ fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
                 .num("p90", |s| Cell::num(s.p90_ps, fmt_ps(s.p90_ps)))
                 .num("min", |s| Cell::num(s.min_ps, fmt_ps(s.min_ps)))
                 .num("max", |s| Cell::num(s.max_ps, fmt_ps(s.max_ps)))
-                .num("median vs hosts", |s| Cell::num(s.vs_hosts_percent, format!("{:+.1}%", s.vs_hosts_percent)))
+                .num("median vs hosts", |s| {
+                    // No "-0.0%": within ±0.05% it is even.
+                    let p = if s.vs_hosts_percent.abs() < 0.05 { 0.0 } else { s.vs_hosts_percent };
+                    Cell::num(s.vs_hosts_percent, format!("{p:+.1}%"))
+                })
                 .render(a.stats.iter()))
             h3 { "Host × step: step time (" (n) " hosts × " (a.steps.len()) " steps; red: slower than the step's median over hosts)" }
             (heatmap(&a.hosts, &a.steps, &a.step_time_ps, "step time"))
