@@ -74,6 +74,24 @@ fn the_stretched_host_is_the_straggler() {
     for row in a["step_time_ps"].as_array().unwrap() {
         assert!(row.as_array().unwrap().iter().all(|c| c.is_i64()));
     }
+    // HLO op stats over the hosts: every op on all 8, its slowest host the stretched one.
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["tool", "hlo_stats", "--json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    let h: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let all = &h["all_hosts"];
+    assert_eq!(all["hosts"], 8);
+    let ops = all["ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 71, "the fixture's HLO ops");
+    for op in ops.iter().filter(|o| o["max"].as_f64().unwrap() > 0.0) {
+        assert_eq!(op["hosts"], 8, "{op}");
+        assert_eq!(op["max_host"], "host005", "{op}");
+        let (min, max) = (op["min"].as_f64().unwrap(), op["max"].as_f64().unwrap());
+        // The others are stretched by at most 1.03: max / min is between 1.5 / 1.03 and 1.5.
+        assert!(max / min > 1.5 / 1.031 && max / min < 1.501, "{op}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -336,3 +336,104 @@ mod tests {
         .is_none());
     }
 }
+
+/// One op over the hosts of a run: how many hosts ran it and its time on each, summarised.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpAcrossHosts {
+    pub program: String,
+    pub name: String,
+    /// Hosts that ran it (of `OpsAcrossHosts::hosts`).
+    pub hosts: usize,
+    /// Sum over those hosts.
+    pub total: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub min_host: String,
+    pub max_host: String,
+}
+
+/// Every op of a run's hosts, by total over the hosts (largest first).
+#[derive(Debug, Clone, Serialize)]
+pub struct OpsAcrossHosts {
+    /// Hosts covered (with ops).
+    pub hosts: usize,
+    /// What `total`, `min`, `mean`, `max` measure (e.g. `total_time µs`).
+    pub measure: &'static str,
+    pub ops: Vec<OpAcrossHosts>,
+}
+
+/// `(host, program, op, value)` rows summarised per (program, op); `None` with fewer than two
+/// hosts.
+pub fn ops_across_hosts<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a str, &'a str, f64)>,
+    measure: &'static str,
+) -> Option<OpsAcrossHosts> {
+    let mut hosts: Vec<&str> = Vec::new();
+    let mut by: std::collections::HashMap<(&str, &str), Vec<(&str, f64)>> =
+        std::collections::HashMap::new();
+    for (h, p, n, v) in rows {
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+        by.entry((p, n)).or_default().push((h, v));
+    }
+    if hosts.len() < 2 {
+        return None;
+    }
+    let mut ops: Vec<OpAcrossHosts> = by
+        .into_iter()
+        .map(|((p, n), vs)| {
+            let total: f64 = vs.iter().map(|x| x.1).sum();
+            let min = vs.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
+            let max = vs.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
+            OpAcrossHosts {
+                program: p.to_string(),
+                name: n.to_string(),
+                hosts: vs.len(),
+                total,
+                min: min.map_or(0.0, |x| x.1),
+                mean: total / vs.len() as f64,
+                max: max.map_or(0.0, |x| x.1),
+                min_host: min.map_or(String::new(), |x| x.0.to_string()),
+                max_host: max.map_or(String::new(), |x| x.0.to_string()),
+            }
+        })
+        .collect();
+    ops.sort_by(|a, b| {
+        b.total
+            .total_cmp(&a.total)
+            .then_with(|| (&a.program, &a.name).cmp(&(&b.program, &b.name)))
+    });
+    Some(OpsAcrossHosts {
+        hosts: hosts.len(),
+        measure,
+        ops,
+    })
+}
+
+#[cfg(test)]
+mod ops_tests {
+    use super::*;
+
+    #[test]
+    fn ops_summarised_over_hosts() {
+        let rows = [
+            ("a", "p", "dot", 10.0),
+            ("b", "p", "dot", 30.0),
+            ("c", "p", "dot", 20.0),
+            ("a", "p", "add", 1.0),
+        ];
+        let r = ops_across_hosts(rows.into_iter(), "total_time µs").unwrap();
+        assert_eq!(r.hosts, 3);
+        let dot = &r.ops[0];
+        assert_eq!((dot.name.as_str(), dot.hosts), ("dot", 3));
+        assert_eq!(
+            (dot.total, dot.min, dot.mean, dot.max),
+            (60.0, 10.0, 20.0, 30.0)
+        );
+        assert_eq!((dot.min_host.as_str(), dot.max_host.as_str()), ("a", "b"));
+        assert_eq!(r.ops[1].hosts, 1);
+        assert!(ops_across_hosts([("a", "p", "x", 1.0)].into_iter(), "m").is_none());
+    }
+}

@@ -115,6 +115,10 @@ pub struct HloStatsReport {
     pub tool: &'static str,
     pub columns: Vec<&'static str>,
     pub hosts: Vec<HostHloStats>,
+    /// Two hosts or more: each op's total time (µs) over the hosts, with its per-host min, mean
+    /// and max.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_hosts: Option<crate::base::hosts::OpsAcrossHosts>,
 }
 
 /// The HLO op stats of one host.
@@ -213,6 +217,19 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
             notes: Vec::new(),
         },
     );
+    let all_hosts = crate::base::hosts::ops_across_hosts(
+        hosts.iter().filter(|h| h.error.is_none()).flat_map(|h| {
+            h.rows.iter().map(move |r| {
+                (
+                    h.host.as_str(),
+                    r.program.as_str(),
+                    r.hlo_op_name.as_str(),
+                    r.total_time,
+                )
+            })
+        }),
+        "total_time µs",
+    );
     HloStatsReport {
         tool: "hlo_stats",
         columns: XPROF_COLUMNS
@@ -221,6 +238,7 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
             .copied()
             .collect(),
         hosts,
+        all_hosts,
     }
 }
 

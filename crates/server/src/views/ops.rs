@@ -226,6 +226,23 @@ pub fn hlo_stats_view(r: &HloStatsReport, cx: &Cx) -> Markup {
     html! {
         section class="hlo-stats" {
             h1 { "HLO op stats" }
+            @if let Some(a) = &r.all_hosts {
+                h2 { "All hosts: " (a.ops.len()) " ops over " (a.hosts) " hosts" }
+                p class="dim" { "Each op's total time (µs) summed over the hosts that ran it, and its per-host minimum, mean and maximum, with the hosts at either end; largest total first." }
+                (Table::new("ops-hosts paged")
+                    .paged(PAGE)
+                    .filter()
+                    .col("Program", |o: &&xlens_analysis::base::hosts::OpAcrossHosts| Cell::text(&o.program))
+                    .col("HLO op", |o| Cell::text(&o.name).class("name"))
+                    .num("Hosts", |o| Cell::int(o.hosts))
+                    .num("Total", |o| Cell::float(o.total, 1))
+                    .num("Min", |o| Cell::float(o.min, 1))
+                    .num("Mean", |o| Cell::float(o.mean, 1))
+                    .num("Max", |o| Cell::float(o.max, 1))
+                    .col("Min host", |o| Cell::text(&o.min_host))
+                    .col("Max host", |o| Cell::text(&o.max_host))
+                    .render(a.ops.iter()))
+            }
             @for h in &r.hosts {
                 article class="host" {
                     h2 { "Host " (h.host) }
