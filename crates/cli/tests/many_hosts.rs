@@ -19,8 +19,9 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-#[test]
-fn the_stretched_host_is_the_straggler() {
+/// A session of copies of the JAX fixture made by the generator with `args`, in a fresh folder
+/// named `name`: (its parent to remove, the session folder, the generator's truth).
+fn generate(name: &str, args: &[&str]) -> (PathBuf, PathBuf, Vec<Value>) {
     let gen = example("many_hosts");
     assert!(
         gen.exists(),
@@ -28,20 +29,28 @@ fn the_stretched_host_is_the_straggler() {
         gen.display()
     );
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = std::env::temp_dir().join(format!("xlens-many-hosts-{}", std::process::id()));
-    let session = dir.join("plugins/profile/eight");
+    let dir = std::env::temp_dir().join(format!("xlens-{name}-{}", std::process::id()));
+    let session = dir.join("plugins/profile").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     let o = Command::new(&gen)
-        .args(["--hosts", "8", "--seed", "7", "--slow", "5:1.5", "--out"])
+        .args(args)
+        .arg("--out")
         .arg(&session)
         .arg(root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let truth: Vec<Value> = serde_json::from_str(
+    let truth = serde_json::from_str(
         &std::fs::read_to_string(format!("{}.truth.json", session.display())).unwrap(),
     )
     .unwrap();
+    (dir, session, truth)
+}
+
+#[test]
+fn the_stretched_host_is_the_straggler() {
+    let (dir, session, truth) =
+        generate("eight", &["--hosts", "8", "--seed", "7", "--slow", "5:1.5"]);
     let mut others: Vec<f64> = truth
         .iter()
         .filter(|t| t["host"] != "host005")
@@ -99,22 +108,10 @@ fn the_stretched_host_is_the_straggler() {
 /// them back on one axis by their step ends, exactly; `--no-align` shows the raw clocks.
 #[test]
 fn shifted_clocks_are_aligned_on_step_ends() {
-    let gen = example("many_hosts");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = std::env::temp_dir().join(format!("xlens-clocks-{}", std::process::id()));
-    let session = dir.join("plugins/profile/four");
-    let _ = std::fs::remove_dir_all(&dir);
-    let o = Command::new(&gen)
-        .args(["--hosts", "4", "--seed", "3", "--jitter-pct", "0", "--out"])
-        .arg(&session)
-        .arg(root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let truth: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(format!("{}.truth.json", session.display())).unwrap(),
-    )
-    .unwrap();
+    let (dir, session, truth) = generate(
+        "four",
+        &["--hosts", "4", "--seed", "3", "--jitter-pct", "0"],
+    );
     let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
     let clocks = |extra: &[&str]| -> Vec<Value> {
         let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
