@@ -14,7 +14,8 @@ use serde::Serialize;
 pub struct HostClock {
     // Fields in name order, as the trace viewer's JSON writes keys.
     /// `step ends` (aligned), `reference` (the host others are aligned to), `raw clock`
-    /// (no step shared with the reference, or alignment off).
+    /// (no step shared with the reference, or alignment off), `raw clock (step ends disagree)`
+    /// (too few shared steps, or a residual over half the correction: the figures stay here).
     pub basis: &'static str,
     /// Added by the alignment (0 when not aligned).
     pub correction_ps: i64,
@@ -26,6 +27,9 @@ pub struct HostClock {
     /// Median distance between this host's step ends and the reference's after the correction.
     pub residual_ps: i64,
 }
+
+/// Steps a host must share with the reference for its correction to be used.
+pub const MIN_STEPS: usize = 3;
 
 fn median(v: &mut [i64]) -> i64 {
     if v.is_empty() {
@@ -76,13 +80,21 @@ pub fn align(hosts: &[String], raw: &[i64], ends: &[Vec<(String, i64)>]) -> Vec<
             }
             let c = median(&mut d);
             let mut left: Vec<i64> = d.iter().map(|x| (x - c).abs()).collect();
+            let residual = median(&mut left);
+            // Steps that do not end together (too few, or spread wider than the shift they
+            // would justify) say nothing about the clocks: keep the raw one, and say why.
+            let trusted = matched >= MIN_STEPS && residual.saturating_mul(2) <= c.abs().max(1);
             HostClock {
                 host: hosts[h].clone(),
                 raw_offset_ps: raw[h],
-                correction_ps: c,
-                residual_ps: median(&mut left),
+                correction_ps: if trusted { c } else { 0 },
+                residual_ps: residual,
                 matched_steps: matched,
-                basis: "step ends",
+                basis: if trusted {
+                    "step ends"
+                } else {
+                    "raw clock (step ends disagree)"
+                },
             }
         })
         .collect()
@@ -111,6 +123,19 @@ mod tests {
         // Raw offsets count: a host placed 100 later by its start time needs 100 less.
         let clocks = align(&names, &[0, 100, 0], &[steps(0), steps(0), steps(0)]);
         assert_eq!(clocks[1].correction_ps, -100);
+        // Two shared steps, or ends spread wider than the shift: not trusted.
+        let short: Vec<Vec<(String, i64)>> = vec![steps(0)[..2].to_vec(), steps(70)[..2].to_vec()];
+        let c = align(&names[..2], &[0, 0], &short);
+        assert_eq!(
+            (c[1].correction_ps, c[1].basis),
+            (0, "raw clock (step ends disagree)")
+        );
+        let mut noisy = steps(10);
+        noisy[1].1 += 400;
+        noisy[3].1 -= 300;
+        noisy[4].1 += 500;
+        let c = align(&names[..2], &[0, 0], &[steps(0), noisy]);
+        assert_eq!((c[1].correction_ps, c[1].residual_ps), (0, 300));
         // No steps anywhere: raw clocks.
         let none = align(&names, &[0, 5, 9], &[vec![], vec![], vec![]]);
         assert!(none

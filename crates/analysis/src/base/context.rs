@@ -380,7 +380,10 @@ impl Run {
             .get_or_init(|| {
                 let mut hosts = Vec::with_capacity(self.hosts.len());
                 let mut ends = Vec::with_capacity(self.hosts.len());
+                // Only the hosts of one capture share steps: several sessions (a whole log
+                // directory) keep their raw clocks.
                 let align = self.hosts.len() > 1
+                    && self.sessions.len() == 1
                     && !self.no_align.load(std::sync::atomic::Ordering::Acquire);
                 for h in &self.hosts {
                     let a = h.analysis.as_ref().map_err(Clone::clone)?;
