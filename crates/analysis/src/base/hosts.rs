@@ -90,6 +90,30 @@ fn median(v: &mut [i64]) -> Option<i64> {
     })
 }
 
+/// The median (as [`median`] takes it) of `sorted` less one occurrence of `leave` (which it
+/// holds; `None` leaves nothing out).
+fn median_without(sorted: &[i64], leave: Option<i64>) -> Option<i64> {
+    let (n, k) = match leave {
+        Some(t) => (
+            sorted.len().checked_sub(1)?,
+            sorted.partition_point(|&x| x < t),
+        ),
+        None => (sorted.len(), sorted.len()),
+    };
+    if n == 0 {
+        return None;
+    }
+    // The remaining list's `i`th value.
+    let at = |i: usize| if i < k { sorted[i] } else { sorted[i + 1] };
+    let at = |i: usize| if leave.is_some() { at(i) } else { sorted[i] };
+    Some(if n % 2 == 1 {
+        at(n / 2)
+    } else {
+        let (a, b) = (at(n / 2 - 1), at(n / 2));
+        a / 2 + b / 2 + (a % 2 + b % 2) / 2
+    })
+}
+
 fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
         return 0;
@@ -181,20 +205,30 @@ pub fn compare_hosts(
         s.vs_hosts_percent = pct(s.median_ps, all);
     }
 
-    // The other hosts' median at step `s`, leaving host `h` out.
-    let others = |m: &[Vec<Option<i64>>], h: usize, s: usize| -> Option<i64> {
-        let mut v: Vec<i64> = (0..m.len())
-            .filter(|&o| o != h)
-            .filter_map(|o| m[o][s])
-            .collect();
-        median(&mut v)
+    // The other hosts' median at step `s`, leaving host `h` out: from each step's values
+    // sorted once (the median of a sorted list less one value is read off, so thousands of
+    // hosts cost a sort per step, not one per host and step).
+    let sorted = |m: &[Vec<Option<i64>>]| -> Vec<Vec<i64>> {
+        (0..steps.len())
+            .map(|s| {
+                let mut v: Vec<i64> = m.iter().filter_map(|row| row[s]).collect();
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    };
+    let step_sorted = sorted(&step_time);
+    let cat_sorted: Vec<Vec<Vec<i64>>> = cats.iter().map(|c| sorted(&c.ps)).collect();
+    let others = |sorted: &[Vec<i64>], m: &[Vec<Option<i64>>], h: usize, s: usize| {
+        median_without(&sorted[s], m[h][s])
     };
     let mut stragglers = Vec::new();
     for (hi, h) in with.iter().enumerate() {
         let mut slow = Vec::new();
         let mut compared = 0;
         for s in 0..steps.len() {
-            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_time, hi, s)) else {
+            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_sorted, &step_time, hi, s))
+            else {
                 continue;
             };
             compared += 1;
@@ -209,10 +243,13 @@ pub fn compare_hosts(
         let n = slow.len() as i64;
         let (cat, cat_excess) = cats
             .iter()
-            .map(|c| {
+            .zip(&cat_sorted)
+            .map(|(c, sorted)| {
                 let ex: i64 = slow
                     .iter()
-                    .map(|&(s, _, _)| c.ps[hi][s].unwrap_or(0) - others(&c.ps, hi, s).unwrap_or(0))
+                    .map(|&(s, _, _)| {
+                        c.ps[hi][s].unwrap_or(0) - others(sorted, &c.ps, hi, s).unwrap_or(0)
+                    })
                     .sum();
                 (c, ex / n)
             })
@@ -410,6 +447,39 @@ pub fn ops_across_hosts<'a>(
         measure,
         ops,
     })
+}
+
+#[cfg(test)]
+mod median_tests {
+    use super::*;
+
+    #[test]
+    fn median_less_one_value_is_the_median_of_the_rest() {
+        let lists: [&[i64]; 6] = [
+            &[5],
+            &[1, 2],
+            &[3, 3, 3],
+            &[-7, 1, 4, 9],
+            &[1, 2, 2, 5, 8],
+            &[10, 11, 12, 13, 14, 15],
+        ];
+        for l in lists {
+            for (i, &t) in l.iter().enumerate() {
+                let mut rest: Vec<i64> = l
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .map(|(_, &x)| x)
+                    .collect();
+                assert_eq!(
+                    median_without(l, Some(t)),
+                    median(&mut rest),
+                    "{l:?} less {t}"
+                );
+            }
+            assert_eq!(median_without(l, None), median(&mut l.to_vec()), "{l:?}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod peaks;
 pub mod step_db;
 pub mod step_ops;
 pub mod steps;
+pub mod summary;
 pub mod tool;
 pub mod torch_memory;
 pub mod torch_ops;

@@ -126,7 +126,7 @@ pub const CATEGORIES: &[Category] = &[
 ];
 
 /// One step as XProf computes it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StepRow {
     /// XProf's group id (the step's order among the roots).
     pub group_id: i64,
@@ -141,6 +141,24 @@ pub struct StepRow {
 }
 
 impl StepRow {
+    /// A step as a summary keeps it: its breakdown, without the per-event-type times.
+    pub fn from_breakdown(
+        group_id: i64,
+        name: String,
+        begin_ps: i64,
+        duration_ps: i64,
+        breakdown_ps: Vec<i64>,
+    ) -> StepRow {
+        StepRow {
+            group_id,
+            name,
+            begin_ps,
+            duration_ps,
+            breakdown_ps,
+            type_ps: [0; N_TYPES],
+        }
+    }
+
     pub fn ps_of(&self, types: &[EventType]) -> i64 {
         types.iter().map(|t| self.type_ps[*t as usize]).sum()
     }
