@@ -16,7 +16,7 @@
 #[cfg(feature = "cloud")]
 mod remote;
 #[cfg(feature = "cloud")]
-pub use remote::{cache_dir, set_anonymous, set_progress, upload, Progress};
+pub use remote::{set_anonymous, set_progress, upload, Progress};
 
 use serde::Serialize;
 use std::fs;
@@ -734,6 +734,19 @@ fn read_all(f: &mut fs::File, buf: &mut [u8]) -> std::io::Result<()> {
         }
     }
     f.read_exact(buf)
+}
+
+/// The local cache folder: `XLENS_CACHE_DIR`, else `$XDG_CACHE_HOME/xlens`, else
+/// `~/.cache/xlens`.
+pub fn cache_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("XLENS_CACHE_DIR") {
+        return std::path::PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("xlens")
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! builders read (`AWS_*`, `GOOGLE_*`, `AZURE_*`; `GOOGLE_BASE_URL` / `AWS_ENDPOINT` /
 //! `AZURE_STORAGE_USE_EMULATOR` point at emulators), plus [`set_anonymous`] for public buckets.
 
+use crate::cache_dir;
 use crate::{classify, rank_in_name, sniff_head, Format, Found, HostFile, StoreError};
 use futures::stream::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjPath;
@@ -435,19 +436,6 @@ async fn add_objects(u: &Url, objects: Vec<ObjectMeta>, found: &mut Found) {
                 .push((PathBuf::from(u.of(&dir)), hosts, newest));
         }
     }
-}
-
-/// The local cache folder: `XLENS_CACHE_DIR`, else `$XDG_CACHE_HOME/xlens`, else
-/// `~/.cache/xlens`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XLENS_CACHE_DIR") {
-        return PathBuf::from(d);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("xlens")
 }
 
 /// The cache's size cap: `XLENS_CACHE_MAX_BYTES`, else 10 GiB.
