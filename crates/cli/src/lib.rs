@@ -8,6 +8,7 @@ pub mod alloc;
 mod bench;
 mod capture;
 mod cloud;
+mod hosts;
 mod mapped;
 
 use anyhow::{bail, Context, Result};
@@ -176,6 +177,66 @@ enum Cmd {
         /// Print stable JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Compare every host of a run in bounded memory: each host file is decoded on one of
+    /// --jobs threads, reduced to a summary (steps, breakdown, ops, module peaks) and dropped;
+    /// per-host step statistics, stragglers, clocks, ops and memory across hosts. Summaries are
+    /// cached as Parquet, so a second run decodes nothing. Exit 2 when a host file could not be
+    /// read.
+    Hosts {
+        /// A log directory, session directory or profile file(s) directory.
+        path: PathBuf,
+        /// Only this session (default: every session below PATH, hosts named session/host).
+        #[arg(long)]
+        run: Option<String>,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Decode every host again, and do not write the cache.
+        #[arg(long)]
+        no_cache: bool,
+        /// Also write the summaries next to the profiles: SESSION/xlens-summaries/TABLE/HOST.parquet.
+        #[arg(long)]
+        write_summaries: bool,
+        /// Print each host's time (decoded or cached) to stderr.
+        #[arg(long)]
+        timings: bool,
+    },
+    /// The map step of a pod-scale analysis: summarise host files (or every host below a
+    /// directory) into Parquet tables, OUT/TABLE/HOST.parquet (OUT a folder or a gs://, s3://,
+    /// az:// URL); any scheduler can run one per file. Schema: docs/summary-tables.md.
+    Summarize {
+        /// Profile files, session directories or log directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Where the tables go.
+        #[arg(long)]
+        out: String,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// SQL over the per-host summary tables (hosts, steps, step_breakdown, ops, modules; see
+    /// docs/summary-tables.md) with Apache DataFusion embedded. Each PATH is a folder of
+    /// summaries (what `xlens summarize --out` or `--write-summaries` wrote) or a log
+    /// directory / session, whose hosts are summarised first (cached). Needs a build with
+    /// `--features sql`.
+    Sql {
+        /// The query, e.g. "SELECT host, avg(duration_ps) FROM steps GROUP BY host".
+        query: String,
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Only this session of a log directory.
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Worker threads for summarising (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
     BenchTrace {
@@ -390,6 +451,31 @@ where
             exit_if_unread(&run);
             Ok(())
         })(),
+        Cmd::Hosts {
+            path,
+            run,
+            jobs,
+            json,
+            no_cache,
+            write_summaries,
+            timings,
+        } => hosts_command(
+            &path,
+            run.as_deref(),
+            hosts::jobs(jobs),
+            json,
+            no_cache,
+            write_summaries,
+            timings,
+        ),
+        Cmd::Summarize { paths, out, jobs } => summarize_command(&paths, &out, hosts::jobs(jobs)),
+        Cmd::Sql {
+            query,
+            paths,
+            run,
+            format,
+            jobs,
+        } => sql_command(&query, &paths, run.as_deref(), format, hosts::jobs(jobs)),
         Cmd::BenchTrace {
             file,
             synthetic,
@@ -631,6 +717,248 @@ fn diff(
         return Ok(EXIT_UNREAD);
     }
     Ok(0)
+}
+
+/// `xlens hosts`.
+fn hosts_command(
+    path: &Path,
+    run: Option<&str>,
+    jobs: usize,
+    json: bool,
+    no_cache: bool,
+    write_summaries: bool,
+    timings: bool,
+) -> Result<()> {
+    let all = discover(path)?;
+    // The run: the named session (default: the newest) and the sessions written within
+    // [`hosts::SAME_CAPTURE_S`] of it, which may be other hosts' sessions of the same capture
+    // (matched below on their profile windows).
+    let chosen = match run {
+        Some(r) => all.iter().find(|s| s.name == r).with_context(|| {
+            format!(
+                "no run `{r}` below {}; runs: {}",
+                path.display(),
+                all.iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?,
+        None => all
+            .iter()
+            .max_by_key(|s| s.modified_s)
+            .with_context(|| format!("no profiles below {}", path.display()))?,
+    };
+    let chosen_name = chosen.name.clone();
+    let near = |s: &Session| s.modified_s.abs_diff(chosen.modified_s) <= hosts::SAME_CAPTURE_S;
+    let sessions: Vec<Session> = all.iter().filter(|s| near(s)).cloned().collect();
+    hosts::check_hosts(&sessions, path)?;
+    let cache = hosts::SummaryCache {
+        dir: (!no_cache).then(hosts::SummaryCache::default_dir),
+    };
+    let t = std::time::Instant::now();
+    let (mut summaries, mut times) = hosts::summarize(&sessions, jobs, &cache);
+    let groups = xlens_analysis::base::summary::group_sessions(&summaries);
+    if let Some(g) = groups.iter().find(|g| g.sessions.contains(&chosen_name)) {
+        let keep: Vec<bool> = summaries
+            .iter()
+            .map(|s| g.sessions.contains(&s.session))
+            .collect();
+        let mut k = keep.iter();
+        summaries.retain(|_| *k.next().unwrap_or(&false));
+        let mut k = keep.iter();
+        times.retain(|_| *k.next().unwrap_or(&false));
+        if !g.matched.is_empty() {
+            eprintln!("xlens: {}", g.matched);
+        }
+    }
+    let others: Vec<&str> = all
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !summaries.iter().any(|x| x.session == *n))
+        .collect();
+    if !others.is_empty() {
+        eprintln!(
+            "xlens: run {chosen_name}; {} other session(s) below {} not in it (--run picks one): {}",
+            others.len(),
+            path.display(),
+            others.join(", ")
+        );
+    }
+    let decoded = times
+        .iter()
+        .filter(|t| t.source == hosts::Source::Decoded)
+        .count();
+    if timings {
+        for t in &times {
+            eprintln!("xlens: {:<32} {:>9.1} ms  {:?}", t.host, t.ms, t.source);
+        }
+    }
+    eprintln!(
+        "xlens: {} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache",
+        summaries.len(),
+        t.elapsed().as_secs_f64(),
+        summaries.len() - decoded
+    );
+    if write_summaries {
+        for s in sessions
+            .iter()
+            .filter(|s| summaries.iter().any(|x| x.session == s.name))
+        {
+            let mine: Vec<_> = summaries
+                .iter()
+                .filter(|x| x.session == s.name)
+                .cloned()
+                .collect();
+            let out = hosts::beside(s);
+            let n = hosts::write_summaries(&mine, &out)?;
+            eprintln!("xlens: wrote {n} Parquet file(s) under {out}");
+        }
+    }
+    let report = xlens_analysis::base::summary::hosts_report(&summaries);
+    if json {
+        // Compact: a pod's host × step matrices are millions of numbers.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        serde_json::to_writer(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+            .and_then(|()| std::io::Write::flush(&mut out))
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .context("writing the output")?;
+    } else {
+        write_stdout(&hosts::render_text(&report))?;
+    }
+    if !report.unread.is_empty() {
+        std::process::exit(EXIT_UNREAD);
+    }
+    Ok(())
+}
+
+/// `xlens sql`: the tables' files, from summary folders as they are and from profiles through
+/// the summary cache.
+fn sql_command(
+    query: &str,
+    paths: &[PathBuf],
+    run: Option<&str>,
+    format: Format,
+    jobs: usize,
+) -> Result<()> {
+    let mut files: Vec<(&'static str, Vec<PathBuf>)> = xlens_tables::TABLES
+        .iter()
+        .map(|t| (*t, Vec::new()))
+        .collect();
+    for p in paths {
+        if p.join("hosts").is_dir() {
+            for (t, f) in files.iter_mut() {
+                let dir = p.join(t);
+                let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .with_context(|| format!("reading {}", dir.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+                    .collect();
+                found.sort();
+                f.extend(found);
+            }
+            continue;
+        }
+        let mut sessions = discover(p)?;
+        if let Some(r) = run {
+            sessions.retain(|s| s.name == r);
+        }
+        hosts::check_hosts(&sessions, p)?;
+        let cache = hosts::SummaryCache {
+            dir: Some(hosts::SummaryCache::default_dir()),
+        };
+        // Only hosts not cached yet are summarised (a cached host's files are used as they are).
+        let cached = |s: &Session, h: &xlens_store::HostFile| {
+            xlens_tables::TABLES
+                .iter()
+                .all(|t| cache.file_of(h, s, t).is_some())
+        };
+        let missing: Vec<Session> = sessions
+            .iter()
+            .map(|s| Session {
+                hosts: s.hosts.iter().filter(|h| !cached(s, h)).cloned().collect(),
+                ..s.clone()
+            })
+            .filter(|s| !s.hosts.is_empty())
+            .collect();
+        let (summaries, _) = hosts::summarize(&missing, jobs, &cache);
+        for s in summaries.iter().filter(|s| s.error.is_some()) {
+            eprintln!(
+                "xlens: could not read {}: {} (not in the tables)",
+                s.file,
+                s.error.as_deref().unwrap_or("")
+            );
+        }
+        for (t, f) in files.iter_mut() {
+            f.extend(
+                sessions
+                    .iter()
+                    .flat_map(|s| s.hosts.iter().map(move |h| (s, h)))
+                    .filter_map(|(s, h)| cache.file_of(h, s, t)),
+            );
+        }
+    }
+    sql_run(query, files, format)
+}
+
+#[cfg(feature = "sql")]
+fn sql_run(query: &str, files: Vec<(&'static str, Vec<PathBuf>)>, format: Format) -> Result<()> {
+    let tables: Vec<xlens_sql::Table> = files
+        .into_iter()
+        .map(|(t, files)| xlens_sql::Table {
+            name: t.to_string(),
+            files,
+        })
+        .collect();
+    let batches = xlens_sql::query(query, &tables)?;
+    let out = match format {
+        Format::Text => xlens_sql::to_text(&batches)? + "\n",
+        Format::Csv => xlens_sql::to_csv(&batches)?,
+        Format::Json => xlens_sql::to_json(&batches)? + "\n",
+    };
+    write_stdout(&out)
+}
+
+#[cfg(not(feature = "sql"))]
+fn sql_run(_: &str, _: Vec<(&'static str, Vec<PathBuf>)>, _: Format) -> Result<()> {
+    bail!("this xlens was built without SQL: build it with `cargo build --release -p xlens --features sql` (Apache DataFusion)")
+}
+
+/// `xlens summarize`.
+fn summarize_command(paths: &[PathBuf], out: &str, jobs: usize) -> Result<()> {
+    let mut sessions = Vec::new();
+    for p in paths {
+        let found = discover(p)?;
+        hosts::check_hosts(&found, p)?;
+        sessions.extend(found);
+    }
+    let cache = hosts::SummaryCache { dir: None };
+    let (summaries, _) = hosts::summarize(&sessions, jobs, &cache);
+    let n = hosts::write_summaries(&summaries, out)?;
+    let unread: Vec<_> = summaries.iter().filter(|s| s.error.is_some()).collect();
+    eprintln!(
+        "xlens: {} host file(s) summarised, {n} Parquet file(s) under {out}",
+        summaries.len() - unread.len()
+    );
+    for u in &unread {
+        eprintln!(
+            "xlens: could not read {}: {}",
+            u.file,
+            u.error.as_deref().unwrap_or("")
+        );
+    }
+    if !unread.is_empty() {
+        std::process::exit(EXIT_UNREAD);
+    }
+    Ok(())
 }
 
 fn discover(path: &Path) -> Result<Vec<Session>> {

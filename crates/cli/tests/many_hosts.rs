@@ -60,46 +60,51 @@ fn the_stretched_host_is_the_straggler() {
     // Seven others: the median is the 4th.
     let expected = (1.5 / others[3] - 1.0) * 100.0;
 
-    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["tool", "overview_page", "--json"])
-        .arg(&session)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let a = &v["all_hosts"];
-    assert_eq!(a["hosts"].as_array().unwrap().len(), 8);
-    // XProf's steps of this profile: 8 (fixtures/expected/xprof/overview/jax_mlp_small.json).
-    assert_eq!(a["steps"].as_array().unwrap().len(), 8);
-    let s = a["stragglers"].as_array().unwrap();
-    assert_eq!(s.len(), 1, "{s:?}");
-    assert_eq!(s[0]["host"], "host005");
-    assert_eq!(s[0]["steps"].as_array().unwrap().len(), 8);
-    let got = s[0]["mean_excess_percent"].as_f64().unwrap();
-    // Step times scale with the stretch up to rounding of each event to whole picoseconds.
-    assert!((got - expected).abs() < 0.5, "{got} vs {expected}");
-    assert_eq!(s[0]["category"], "host_compute");
-    // Every host in the heatmap, every step in each row.
-    for row in a["step_time_ps"].as_array().unwrap() {
-        assert!(row.as_array().unwrap().iter().all(|c| c.is_i64()));
-    }
-    // HLO op stats over the hosts: every op on all 8, its slowest host the stretched one.
-    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["tool", "hlo_stats", "--json"])
-        .arg(&session)
-        .output()
-        .unwrap();
-    let h: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let all = &h["all_hosts"];
-    assert_eq!(all["hosts"], 8);
-    let ops = all["ops"].as_array().unwrap();
-    assert_eq!(ops.len(), 71, "the fixture's HLO ops");
-    for op in ops.iter().filter(|o| o["max"].as_f64().unwrap() > 0.0) {
-        assert_eq!(op["hosts"], 8, "{op}");
-        assert_eq!(op["max_host"], "host005", "{op}");
-        let (min, max) = (op["min"].as_f64().unwrap(), op["max"].as_f64().unwrap());
-        // The others are stretched by at most 1.03: max / min is between 1.5 / 1.03 and 1.5.
-        assert!(max / min > 1.5 / 1.031 && max / min < 1.501, "{op}");
+    let tool = |name: &str| -> Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+            .args(["tool", name, "--json"])
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let overview = tool("overview_page");
+    let hlo = tool("hlo_stats");
+    check_eight(&overview["all_hosts"], &hlo["all_hosts"], expected);
+
+    // The same from per-host summaries (decoded on 2 threads, then read back from the Parquet
+    // cache): the same answers, and the second run decodes nothing.
+    let cache = dir.join("cache");
+    let hosts = |extra: &[&str]| -> (Value, String) {
+        let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+            .args(["hosts", "--json", "--jobs", "2"])
+            .args(extra)
+            .arg(&session)
+            .env("XLENS_CACHE_DIR", &cache)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            serde_json::from_slice(&o.stdout).unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (first, log) = hosts(&[]);
+    assert!(log.contains("8 decoded, 0 from the cache"), "{log}");
+    check_eight(&first["steps"], &first["ops"], expected);
+    assert_eq!(first["steps"], overview["all_hosts"]);
+    assert_eq!(first["ops"], hlo["all_hosts"]);
+    assert_eq!(first["hosts_read"], 8);
+    let (second, log) = hosts(&[]);
+    assert!(log.contains("0 decoded, 8 from the cache"), "{log}");
+    assert_eq!(second, first);
+    // Op categories and module peaks cover the 8 hosts; a CPU profile's modules are the same
+    // on every copy (the stretch changes times, not buffers).
+    assert_eq!(first["op_categories"]["hosts"], 8);
+    for m in first["memory"]["ops"].as_array().unwrap() {
+        assert_eq!(m["hosts"], 8, "{m}");
+        assert_eq!(m["min"], m["max"], "{m}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -137,6 +142,15 @@ fn shifted_clocks_are_aligned_on_step_ends() {
         );
         assert_eq!(c["residual_ps"], 0);
     }
+    // `xlens hosts` places the hosts from their summaries alone, the same way.
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["hosts", "--json", "--no-cache"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["clocks"].as_array().unwrap(), &aligned);
     let raw = clocks(&["--no-align"]);
     for (i, c) in raw.iter().enumerate() {
         assert_eq!(c["basis"], "raw clock");
@@ -145,6 +159,179 @@ fn shifted_clocks_are_aligned_on_step_ends() {
             c["raw_offset_ps"].as_i64().unwrap() - raw[0]["raw_offset_ps"].as_i64().unwrap(),
             offset(i) - offset(0)
         );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The eight-host answers: only host005 straggles, by the generator's factor, in host compute;
+/// every op is on all 8 hosts, slowest on host005.
+fn check_eight(a: &Value, all: &Value, expected: f64) {
+    assert_eq!(a["hosts"].as_array().unwrap().len(), 8);
+    // XProf's steps of this profile: 8 (fixtures/expected/xprof/overview/jax_mlp_small.json).
+    assert_eq!(a["steps"].as_array().unwrap().len(), 8);
+    let s = a["stragglers"].as_array().unwrap();
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["host"], "host005");
+    assert_eq!(s[0]["steps"].as_array().unwrap().len(), 8);
+    let got = s[0]["mean_excess_percent"].as_f64().unwrap();
+    // Step times scale with the stretch up to rounding of each event to whole picoseconds.
+    assert!((got - expected).abs() < 0.5, "{got} vs {expected}");
+    assert_eq!(s[0]["category"], "host_compute");
+    // Every host in the heatmap, every step in each row.
+    for row in a["step_time_ps"].as_array().unwrap() {
+        assert!(row.as_array().unwrap().iter().all(|c| c.is_i64()));
+    }
+    // HLO op stats over the hosts: every op on all 8, its slowest host the stretched one.
+    assert_eq!(all["hosts"], 8);
+    let ops = all["ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 71, "the fixture's HLO ops");
+    for op in ops.iter().filter(|o| o["max"].as_f64().unwrap() > 0.0) {
+        assert_eq!(op["hosts"], 8, "{op}");
+        assert_eq!(op["max_host"], "host005", "{op}");
+        let (min, max) = (op["min"].as_f64().unwrap(), op["max"].as_f64().unwrap());
+        // The others are stretched by at most 1.03: max / min is between 1.5 / 1.03 and 1.5.
+        assert!(max / min > 1.5 / 1.031 && max / min < 1.501, "{op}");
+    }
+}
+
+/// A session with an unreadable host file: the other hosts are still compared, the file is
+/// named with what is wrong, and the exit code says not every input was read. The summaries
+/// written next to the profiles and by `xlens summarize` are five Parquet tables per host.
+#[test]
+fn an_unreadable_host_is_named_and_the_rest_compared() {
+    let (dir, session, _) = generate("broken", &["--hosts", "3", "--seed", "5"]);
+    std::fs::write(
+        session.join("host003.xplane.pb"),
+        b"\x0a\xff\xff\xff\x0fnot a profile",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["hosts", "--json", "--write-summaries"])
+        .arg(&session)
+        .env("XLENS_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["host_files"], 4);
+    assert_eq!(v["hosts_read"], 3);
+    let u = &v["unread"][0];
+    assert_eq!(u["host"], "host003");
+    assert!(
+        u["file"].as_str().unwrap().ends_with("host003.xplane.pb"),
+        "{u}"
+    );
+    assert!(!u["error"].as_str().unwrap().is_empty());
+    assert_eq!(v["steps"]["hosts"].as_array().unwrap().len(), 3);
+    assert_eq!(v["steps"]["hosts_without_steps"][0], "host003");
+    let tables = ["hosts", "steps", "step_breakdown", "ops", "modules"];
+    for t in tables {
+        for h in ["host000", "host001", "host002"] {
+            let p = session
+                .join("xlens-summaries")
+                .join(t)
+                .join(format!("{h}.parquet"));
+            let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert_eq!(&b[..4], b"PAR1", "{}", p.display());
+        }
+        assert!(!session
+            .join("xlens-summaries")
+            .join(t)
+            .join("host003.parquet")
+            .exists());
+    }
+    // The summaries do not make the session look different to the tools.
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["runs", "--json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(runs[0]["hosts"].as_array().unwrap().len(), 4, "{runs}");
+
+    let out = dir.join("map");
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["summarize", "--out"])
+        .arg(&out)
+        .arg(session.join("host001.xplane.pb"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for t in tables {
+        let a = std::fs::read(out.join(t).join("host001.parquet")).unwrap();
+        assert_eq!(&a[..4], b"PAR1");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One capture written by several hosts into sessions of their own (different names, the same
+/// window): `xlens hosts` matches them into one run, says how, and aligns the clocks as for one
+/// session; a session of another time below the same log directory is left out and named.
+#[test]
+fn sessions_of_one_capture_are_one_run() {
+    let (dir, session, truth) = generate(
+        "split",
+        &["--hosts", "4", "--seed", "3", "--jitter-pct", "0"],
+    );
+    let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
+    let logdir = dir.join("logdir");
+    let profile = logdir.join("plugins/profile");
+    for (s, hosts) in [("worker_a", [0, 1]), ("worker_b", [2, 3])] {
+        std::fs::create_dir_all(profile.join(s)).unwrap();
+        for h in hosts {
+            let f = format!("host{h:03}.xplane.pb");
+            std::fs::rename(session.join(&f), profile.join(s).join(&f)).unwrap();
+        }
+    }
+    // Another capture (of another time; the generated hosts are shifted copies of the MLP
+    // profile, so not that one).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::create_dir_all(profile.join("older")).unwrap();
+    std::fs::copy(
+        root.join("fixtures/logdir/plugins/profile/jax_tfm_small/vm.xplane.pb.gz"),
+        profile.join("older/vm.xplane.pb.gz"),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["hosts", "--json", "--no-cache", "--run", "worker_b"])
+        .arg(&logdir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut sessions: Vec<&str> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    sessions.sort_unstable();
+    assert_eq!(sessions, ["worker_a", "worker_b"]);
+    assert_eq!(v["hosts_read"], 4);
+    let m = v["matched"].as_str().unwrap();
+    assert!(m.contains("are one run of 4 host(s)"), "{m}");
+    assert!(log.contains("not in it") && log.contains("older"), "{log}");
+    // Host names are unique across the two sessions: plain names, and the clocks put back as
+    // the generator shifted them.
+    let clocks = v["clocks"].as_array().unwrap();
+    assert_eq!(clocks.len(), 4);
+    let index = |c: &Value| -> usize { c["host"].as_str().unwrap()[4..].parse().unwrap() };
+    let reference = clocks.iter().find(|c| c["basis"] == "reference").unwrap();
+    let r = index(reference);
+    for c in clocks {
+        if c != reference {
+            assert_eq!(c["basis"], "step ends", "{c}");
+            assert_eq!(
+                c["correction_ps"].as_i64().unwrap(),
+                -(offset(index(c)) - offset(r))
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

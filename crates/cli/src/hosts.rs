@@ -1,0 +1,377 @@
+//! Many hosts in bounded memory: `xlens hosts` and `xlens summarize`.
+//!
+//! Each host file is decoded on one of `jobs` worker threads, reduced to its
+//! [`HostSummary`] and dropped before the worker takes the next file, so at most `jobs` decoded
+//! profiles exist at once whatever the host count. Summaries are cached as Parquet
+//! (`<cache>/summaries/v<N>/<key>/<table>.parquet`, the key from the file's path, size and
+//! modification time), so a second open decodes nothing.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use xlens_analysis::base::context::Analysis;
+use xlens_analysis::base::summary::{HostSummary, SUMMARY_VERSION};
+use xlens_store::{HostFile, Session};
+
+/// Sessions whose files were written within this many seconds of each other may be one
+/// capture written by several hosts (`xlens hosts` then matches them on their profile windows).
+pub const SAME_CAPTURE_S: u64 = 600;
+
+/// How one host's summary was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Decoded,
+    Cached,
+}
+
+/// Timing of one host, for the benchmark and `--timings`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HostTiming {
+    pub host: String,
+    pub source: Source,
+    pub ms: f64,
+}
+
+/// Where summaries are cached; `None` turns the cache off.
+pub struct SummaryCache {
+    pub dir: Option<PathBuf>,
+}
+
+impl SummaryCache {
+    pub fn default_dir() -> PathBuf {
+        xlens_store::cache_dir()
+            .join("summaries")
+            .join(format!("v{SUMMARY_VERSION}"))
+    }
+
+    fn key(file: &HostFile, session: &Session) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let path = std::fs::canonicalize(&file.path).unwrap_or_else(|_| file.path.clone());
+        path.hash(&mut h);
+        file.bytes.hash(&mut h);
+        match std::fs::metadata(&file.path).and_then(|m| m.modified()) {
+            Ok(t) => t
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+                .hash(&mut h),
+            // A bucket object: the session's newest modification time stands in.
+            Err(_) => session.modified_s.hash(&mut h),
+        }
+        session.name.hash(&mut h);
+        format!("{:016x}", h.finish())
+    }
+
+    fn get(&self, file: &HostFile, session: &Session) -> Option<HostSummary> {
+        let d = self.dir.as_ref()?.join(Self::key(file, session));
+        xlens_tables::from_parquet(|t| std::fs::read(d.join(format!("{t}.parquet")))).ok()
+    }
+
+    /// The cached Parquet file of `table` for this host, when there is one.
+    pub fn file_of(&self, file: &HostFile, session: &Session, table: &str) -> Option<PathBuf> {
+        let p = self
+            .dir
+            .as_ref()?
+            .join(Self::key(file, session))
+            .join(format!("{table}.parquet"));
+        p.is_file().then_some(p)
+    }
+
+    fn put(&self, file: &HostFile, session: &Session, s: &HostSummary) {
+        let Some(dir) = &self.dir else { return };
+        let d = dir.join(Self::key(file, session));
+        let write = || -> Result<()> {
+            std::fs::create_dir_all(&d)?;
+            for (t, bytes) in xlens_tables::to_parquet(s)? {
+                let tmp = d.join(format!(".{t}.{}", std::process::id()));
+                std::fs::write(&tmp, bytes)?;
+                std::fs::rename(&tmp, d.join(format!("{t}.parquet")))?;
+            }
+            Ok(())
+        };
+        // A cache that cannot be written only costs time later.
+        if let Err(e) = write() {
+            eprintln!(
+                "xlens: not caching the summary of {}: {e:#}",
+                file.path.display()
+            );
+        }
+    }
+}
+
+/// One host file of a run, reduced to its summary (decoding it when not cached).
+fn summarize_one(
+    session: &Session,
+    file: &HostFile,
+    cache: &SummaryCache,
+) -> (HostSummary, Source) {
+    if let Some(s) = cache.get(file, session) {
+        return (s, Source::Cached);
+    }
+    let s = match crate::mapped::load(file) {
+        Ok(p) => {
+            let a = Analysis::new(std::sync::Arc::new(p));
+            HostSummary::of(&session.name, file, &a)
+        }
+        Err(e) => HostSummary::failed(&session.name, file, e.to_string()),
+    };
+    // Unreadable files are not cached: the next run says again what is wrong.
+    if s.error.is_none() {
+        cache.put(file, session, &s);
+    }
+    (s, Source::Decoded)
+}
+
+/// Every host of `sessions` summarised on `jobs` threads, in order.
+pub fn summarize(
+    sessions: &[Session],
+    jobs: usize,
+    cache: &SummaryCache,
+) -> (Vec<HostSummary>, Vec<HostTiming>) {
+    let work: Vec<(&Session, &HostFile)> = sessions
+        .iter()
+        .flat_map(|s| s.hosts.iter().map(move |h| (s, h)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<(HostSummary, HostTiming)>>> =
+        Mutex::new((0..work.len()).map(|_| None).collect());
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some((s, h)) = work.get(i) else { break };
+        let t = Instant::now();
+        let (summary, source) = summarize_one(s, h, cache);
+        let timing = HostTiming {
+            host: h.host.clone(),
+            source,
+            ms: t.elapsed().as_secs_f64() * 1e3,
+        };
+        if let Ok(mut o) = out.lock() {
+            o[i] = Some((summary, timing));
+        }
+    };
+    let jobs = jobs.clamp(1, work.len().max(1));
+    std::thread::scope(|sc| {
+        for _ in 1..jobs {
+            sc.spawn(worker);
+        }
+        worker();
+    });
+    out.into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .zip(&work)
+        .map(|(r, (s, h))| {
+            r.unwrap_or_else(|| {
+                (
+                    HostSummary::failed(&s.name, h, "a worker thread stopped".into()),
+                    HostTiming {
+                        host: h.host.clone(),
+                        source: Source::Decoded,
+                        ms: 0.0,
+                    },
+                )
+            })
+        })
+        .unzip()
+}
+
+/// The worker count: `--jobs`, else the machine's cores.
+pub fn jobs(arg: Option<usize>) -> usize {
+    arg.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+/// Writes each summary's tables under `out` (a folder or a bucket URL):
+/// `<out>/<table>/<host>.parquet`.
+pub fn write_summaries(summaries: &[HostSummary], out: &str) -> Result<usize> {
+    let bucket = xlens_store::bucket_url(Path::new(out)).is_some();
+    let local = if bucket {
+        let d = std::env::temp_dir().join(format!("xlens-summaries-{}", std::process::id()));
+        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        d
+    } else {
+        PathBuf::from(out)
+    };
+    let mut files = 0;
+    for s in summaries.iter().filter(|s| s.error.is_none()) {
+        let stem = file_stem(&s.host);
+        xlens_tables::write_dir(s, &local, &stem)
+            .with_context(|| format!("writing the summary of {}", s.file))?;
+        files += xlens_tables::TABLES.len();
+        if bucket {
+            upload_tables(&local, out, &stem)?;
+        }
+    }
+    if bucket {
+        let _ = std::fs::remove_dir_all(&local);
+    }
+    Ok(files)
+}
+
+#[cfg(feature = "cloud")]
+fn upload_tables(local: &Path, out: &str, stem: &str) -> Result<()> {
+    for t in xlens_tables::TABLES {
+        let from = local.join(t).join(format!("{stem}.parquet"));
+        let to = format!("{}/{t}/{stem}.parquet", out.trim_end_matches('/'));
+        xlens_store::upload(&from, &to).with_context(|| format!("uploading {to}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cloud"))]
+fn upload_tables(_: &Path, out: &str, _: &str) -> Result<()> {
+    bail!("{out}: this xlens was built without bucket support (feature `cloud`)")
+}
+
+/// A host name as a file name (path separators and the like replaced).
+fn file_stem(host: &str) -> String {
+    host.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where `--write-summaries` puts a session's tables: next to its host files.
+pub fn beside(session: &Session) -> String {
+    let dir = session.dir.join("xlens-summaries");
+    dir.to_string_lossy().into_owned()
+}
+
+/// The hosts of `sessions` as `xlens hosts` reads them; an error when there are none.
+pub fn check_hosts(sessions: &[Session], path: &Path) -> Result<()> {
+    if sessions.iter().all(|s| s.hosts.is_empty()) {
+        bail!("no profiles below {}", path.display());
+    }
+    Ok(())
+}
+
+fn ms(ps: i64) -> String {
+    format!("{:.3}", ps as f64 / 1e9)
+}
+
+/// `xlens hosts` as text: every host's row (none left out), the 20 largest ops and categories.
+pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Run {}: {} host file(s), {} read, {} unread",
+        r.sessions.join(" + "),
+        r.host_files,
+        r.hosts_read,
+        r.unread.len()
+    );
+    for d in &r.devices {
+        let _ = writeln!(
+            o,
+            "  {} {}: {} host(s), {} device(s)",
+            d.kind, d.model, d.hosts, d.devices
+        );
+    }
+    for u in &r.unread {
+        let _ = writeln!(o, "  unread: {} ({}): {}", u.host, u.file, u.error);
+    }
+    match &r.steps {
+        None => {
+            let _ = writeln!(
+                o,
+                "\nSteps: fewer than two hosts with steps, nothing to compare."
+            );
+        }
+        Some(a) => {
+            let _ = writeln!(
+                o,
+                "\nSteps over {} host(s) with steps ({} step names; ms):",
+                a.hosts.len(),
+                a.steps.len()
+            );
+            let w = a.hosts.iter().map(|h| h.len()).max().unwrap_or(4).max(4);
+            let _ = writeln!(
+                o,
+                "  {:<w$} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+                "host", "steps", "mean", "median", "p90", "min", "max", "vs hosts"
+            );
+            for s in &a.stats {
+                let _ = writeln!(
+                    o,
+                    "  {:<w$} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>+8.1}%",
+                    s.host,
+                    s.steps,
+                    ms(s.mean_ps),
+                    ms(s.median_ps),
+                    ms(s.p90_ps),
+                    ms(s.min_ps),
+                    ms(s.max_ps),
+                    s.vs_hosts_percent
+                );
+            }
+            if !a.hosts_without_steps.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  without steps (not in these figures): {}",
+                    a.hosts_without_steps.join(", ")
+                );
+            }
+            if a.stragglers.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "\nStragglers: none (no host {}% above the others' median at any step).",
+                    a.straggler_threshold_percent
+                );
+            } else {
+                let _ = writeln!(o, "\nStragglers ({}):", a.stragglers.len());
+                for s in &a.stragglers {
+                    let _ = writeln!(o, "  {}", s.evidence);
+                }
+            }
+        }
+    }
+    if !r.clocks.is_empty() {
+        let _ = writeln!(o, "\nClocks (aligned on step ends):");
+        for c in &r.clocks {
+            let _ = writeln!(
+                o,
+                "  {:<24} {:<32} raw {:>+14} ps  correction {:>+14} ps  residual {:>10} ps  ({} steps)",
+                c.host, c.basis, c.raw_offset_ps, c.correction_ps, c.residual_ps, c.matched_steps
+            );
+        }
+    }
+    for (title, t, unit) in [
+        ("HLO ops", &r.ops, "µs"),
+        ("Op categories", &r.op_categories, "µs"),
+        ("Module heap peaks", &r.memory, "bytes"),
+    ] {
+        let Some(t) = t else { continue };
+        let shown = t.ops.len().min(20);
+        let _ = writeln!(
+            o,
+            "\n{title} across {} host(s), {} of {} by total ({unit}; --json for all):",
+            t.hosts,
+            shown,
+            t.ops.len()
+        );
+        for x in &t.ops[..shown] {
+            let _ = writeln!(
+                o,
+                "  {:<48} hosts {:>4}  total {:>14.1}  mean {:>12.1}  min {:>12.1} ({})  max {:>12.1} ({})",
+                format!("{} {}", x.program, x.name),
+                x.hosts,
+                x.total,
+                x.mean,
+                x.min,
+                x.min_host,
+                x.max,
+                x.max_host
+            );
+        }
+    }
+    o
+}
