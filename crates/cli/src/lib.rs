@@ -918,7 +918,13 @@ fn sql_run(query: &str, files: Vec<(&'static str, Vec<PathBuf>)>, format: Format
             files,
         })
         .collect();
-    let batches = xlens_sql::query(query, &tables)?;
+    // One message (DataFusion's errors nest the same text as their sources).
+    let batches = xlens_sql::query(query, &tables).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}\n(tables: {}; their columns: docs/summary-tables.md)",
+            xlens_tables::TABLES.join(", ")
+        )
+    })?;
     let out = match format {
         Format::Text => xlens_sql::to_text(&batches)? + "\n",
         Format::Csv => xlens_sql::to_csv(&batches)?,
