@@ -96,6 +96,13 @@ fn the_stretched_host_is_the_straggler() {
     assert_eq!(first["steps"], overview["all_hosts"]);
     assert_eq!(first["ops"], hlo["all_hosts"]);
     assert_eq!(first["hosts_read"], 8);
+    // The op profile across hosts: the same categories and ops as from the summaries.
+    let op_profile = tool("op_profile");
+    assert_eq!(
+        op_profile["all_hosts"]["categories"],
+        first["op_categories"]
+    );
+    assert_eq!(op_profile["all_hosts"]["ops"], first["ops"]);
     let (second, log) = hosts(&[]);
     assert!(log.contains("0 decoded, 8 from the cache"), "{log}");
     assert_eq!(second, first);

@@ -482,6 +482,29 @@ mod median_tests {
     }
 }
 
+/// `(host, category, value)` rows (one per op) summed per host and category, then summarised
+/// per category over the hosts as [`ops_across_hosts`] does (program `all programs`): the op
+/// profile's top level across hosts.
+pub fn categories_across_hosts<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a str, f64)>,
+    measure: &'static str,
+) -> Option<OpsAcrossHosts> {
+    let mut sums: Vec<((&str, &str), f64)> = Vec::new();
+    let mut at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for (h, c, v) in rows {
+        let i = *at.entry((h, c)).or_insert_with(|| {
+            sums.push(((h, c), 0.0));
+            sums.len() - 1
+        });
+        sums[i].1 += v;
+    }
+    ops_across_hosts(
+        sums.into_iter()
+            .map(|((h, c), v)| (h, "all programs", c, v)),
+        measure,
+    )
+}
+
 #[cfg(test)]
 mod ops_tests {
     use super::*;

@@ -302,18 +302,16 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
         }),
         "total_time µs",
     );
-    let mut per_category: Vec<(&str, String, f64)> = Vec::new();
-    for (s, l) in read.iter().zip(&labels) {
-        let mut by: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
-        for o in &s.ops {
-            *by.entry(o.category.as_str()).or_default() += o.total_time_ps as f64 / 1e6;
-        }
-        per_category.extend(by.into_iter().map(|(c, v)| (l.as_str(), c.to_string(), v)));
-    }
-    let op_categories = crate::base::hosts::ops_across_hosts(
-        per_category
-            .iter()
-            .map(|(h, c, v)| (*h, "all programs", c.as_str(), *v)),
+    let op_categories = crate::base::hosts::categories_across_hosts(
+        read.iter().zip(&labels).flat_map(|(s, l)| {
+            s.ops.iter().map(move |o| {
+                (
+                    l.as_str(),
+                    o.category.as_str(),
+                    o.total_time_ps as f64 / 1e6,
+                )
+            })
+        }),
         "total_time µs",
     );
     let memory = crate::base::hosts::ops_across_hosts(

@@ -89,6 +89,17 @@ pub struct HostOpProfile {
 pub struct OpProfileReport {
     pub tool: &'static str,
     pub hosts: Vec<HostOpProfile>,
+    /// Two hosts or more: each category's and each op's total time (µs) over the hosts, with
+    /// its per-host min, mean and max.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_hosts: Option<OpProfileAcrossHosts>,
+}
+
+/// The op profile's categories and ops across the hosts of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpProfileAcrossHosts {
+    pub categories: crate::base::hosts::OpsAcrossHosts,
+    pub ops: crate::base::hosts::OpsAcrossHosts,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -350,12 +361,31 @@ impl Tool for OpProfile {
 
 /// The op profile of every host of `run`.
 pub fn report(run: &Run, user: UserPeaks) -> OpProfileReport {
+    let hosts = run.map_hosts(
+        |h, a| host_op_profile(h.host(), a, user),
+        |h, e| failed(h.host(), e.to_string()),
+    );
+    let rows = || {
+        hosts
+            .iter()
+            .filter(|h| h.error.is_none())
+            .flat_map(|h| h.ops.iter().map(move |o| (h.host.as_str(), o)))
+    };
+    let us = |ps: i64| ps as f64 / 1e6;
+    let categories = crate::base::hosts::categories_across_hosts(
+        rows().map(|(h, o)| (h, o.category.as_str(), us(o.total_time_ps))),
+        "total_time µs",
+    );
+    let ops = crate::base::hosts::ops_across_hosts(
+        rows().map(|(h, o)| (h, o.program.as_str(), o.name.as_str(), us(o.total_time_ps))),
+        "total_time µs",
+    );
     OpProfileReport {
         tool: "op_profile",
-        hosts: run.map_hosts(
-            |h, a| host_op_profile(h.host(), a, user),
-            |h, e| failed(h.host(), e.to_string()),
-        ),
+        all_hosts: categories
+            .zip(ops)
+            .map(|(categories, ops)| OpProfileAcrossHosts { categories, ops }),
+        hosts,
     }
 }
 

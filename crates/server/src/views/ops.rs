@@ -4,6 +4,7 @@
 
 use maud::{html, Markup};
 use xlens_analysis::base::hlo_ops::{CostSource, FusedChild, OpRow};
+use xlens_analysis::base::hosts::{OpAcrossHosts, OpsAcrossHosts};
 use xlens_analysis::base::peaks::{PeakSource, PeakSpec};
 use xlens_analysis::tools::hlo_stats::{HloStatsReport, HloStatsRow};
 use xlens_analysis::tools::op_profile::{Node, OpProfileReport};
@@ -187,6 +188,14 @@ pub fn op_profile_view(r: &OpProfileReport, cx: &Cx) -> Markup {
                 }
                 " " span class="dim" { "wasted time = time fraction × (1 − max(FLOPs util, HBM util)); click a column to sort, an op for its details" }
             }
+            @if let Some(a) = &r.all_hosts {
+                h2 { "All hosts: " (a.categories.ops.len()) " categories over " (a.categories.hosts) " hosts" }
+                (across_hosts(&a.categories, false))
+                details {
+                    summary { (a.ops.ops.len()) " ops over " (a.ops.hosts) " hosts" }
+                    (across_hosts(&a.ops, true))
+                }
+            }
             @for h in &r.hosts {
                 article class="host" {
                     h2 { "Host " (h.host) }
@@ -221,6 +230,26 @@ pub fn op_profile_view(r: &OpProfileReport, cx: &Cx) -> Markup {
     }
 }
 
+/// Ops (or categories, without the program column) over the hosts of a run, paged.
+fn across_hosts(a: &OpsAcrossHosts, programs: bool) -> Markup {
+    let mut t = Table::new("ops-hosts paged").paged(PAGE).filter();
+    if programs {
+        t = t.col("Program", |o: &&OpAcrossHosts| Cell::text(&o.program));
+    }
+    html! {
+        p class="dim" { "Each " (if programs { "op" } else { "category" }) "'s total time (µs) summed over the hosts that ran it, and its per-host minimum, mean and maximum, with the hosts at either end; largest total first." }
+        (t.col(if programs { "HLO op" } else { "Category" }, |o: &&OpAcrossHosts| Cell::text(&o.name).class("name"))
+            .num("Hosts", |o| Cell::int(o.hosts))
+            .num("Total", |o| Cell::float(o.total, 1))
+            .num("Min", |o| Cell::float(o.min, 1))
+            .num("Mean", |o| Cell::float(o.mean, 1))
+            .num("Max", |o| Cell::float(o.max, 1))
+            .col("Min host", |o| Cell::text(&o.min_host))
+            .col("Max host", |o| Cell::text(&o.max_host))
+            .render(a.ops.iter()))
+    }
+}
+
 /// The HLO op stats page: every op in one sortable, paged table.
 pub fn hlo_stats_view(r: &HloStatsReport, cx: &Cx) -> Markup {
     html! {
@@ -228,20 +257,7 @@ pub fn hlo_stats_view(r: &HloStatsReport, cx: &Cx) -> Markup {
             h1 { "HLO op stats" }
             @if let Some(a) = &r.all_hosts {
                 h2 { "All hosts: " (a.ops.len()) " ops over " (a.hosts) " hosts" }
-                p class="dim" { "Each op's total time (µs) summed over the hosts that ran it, and its per-host minimum, mean and maximum, with the hosts at either end; largest total first." }
-                (Table::new("ops-hosts paged")
-                    .paged(PAGE)
-                    .filter()
-                    .col("Program", |o: &&xlens_analysis::base::hosts::OpAcrossHosts| Cell::text(&o.program))
-                    .col("HLO op", |o| Cell::text(&o.name).class("name"))
-                    .num("Hosts", |o| Cell::int(o.hosts))
-                    .num("Total", |o| Cell::float(o.total, 1))
-                    .num("Min", |o| Cell::float(o.min, 1))
-                    .num("Mean", |o| Cell::float(o.mean, 1))
-                    .num("Max", |o| Cell::float(o.max, 1))
-                    .col("Min host", |o| Cell::text(&o.min_host))
-                    .col("Max host", |o| Cell::text(&o.max_host))
-                    .render(a.ops.iter()))
+                (across_hosts(a, true))
             }
             @for h in &r.hosts {
                 article class="host" {
