@@ -688,3 +688,58 @@ fn capture_into_a_bucket() {
     drop(emu);
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// The map step of a pod analysis against a bucket: `xlens summarize` reads a session from the
+/// bucket and writes its summary tables into the bucket (OUT/TABLE/HOST.parquet), the same
+/// tables as from the files on disk; `xlens hosts` reads the bucket's session too.
+#[test]
+fn summaries_into_a_bucket() {
+    if !available("s3") {
+        return;
+    }
+    let tmp = tmpdir("summaries");
+    let dir = logdir(&tmp);
+    let cache = tmp.join("cache");
+    let mut emu = Emulator::start("s3", &dir);
+    let session = format!("{}/plugins/profile/gpu_multi_worker", emu.url);
+    let out = format!("{}/summaries", emu.url);
+    let mut c = emu.xlens(&cache);
+    c.args(["summarize", &session, "--out", &out]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut listed: Vec<String> =
+        serde_json::from_str(&emu.ask("ls run/summaries/")).expect("ls answer");
+    listed.sort();
+    let tables = ["hosts", "modules", "ops", "step_breakdown", "steps"];
+    let expected: Vec<String> = tables
+        .iter()
+        .map(|t| format!("run/summaries/{t}/34.83.195.179_6003.parquet"))
+        .collect();
+    assert_eq!(listed, expected);
+    // The same steps and ops as summarised from the file on disk (only `hosts.file` differs).
+    let local = tmp.join("local");
+    let mut c = emu.xlens(&cache);
+    c.args(["summarize", "--out"])
+        .arg(&local)
+        .arg(dir.join("plugins/profile/gpu_multi_worker"));
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for t in ["steps", "step_breakdown", "ops", "modules"] {
+        let got = tmp.join(format!("{t}.parquet"));
+        emu.ask(&format!(
+            "get run/summaries/{t}/34.83.195.179_6003.parquet {}",
+            got.display()
+        ));
+        let disk = std::fs::read(local.join(t).join("34.83.195.179_6003.parquet")).expect("read");
+        assert_eq!(std::fs::read(&got).expect("read"), disk, "{t}");
+    }
+    let mut c = emu.xlens(&cache);
+    c.args(["hosts", "--json", &session]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["hosts_read"], 1);
+    assert!(v["unread"].as_array().expect("unread").is_empty());
+    drop(emu);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
