@@ -328,6 +328,18 @@ fn sessions_of_one_capture_are_one_run() {
     // the generator shifted them.
     let clocks = v["clocks"].as_array().unwrap();
     assert_eq!(clocks.len(), 4);
+    // `xlens report` over the log directory says the same of the two sessions, and leaves the
+    // other capture on its own.
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["report", "--json"])
+        .arg(&logdir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["matched"], v["matched"]);
     let index = |c: &Value| -> usize { c["host"].as_str().unwrap()[4..].parse().unwrap() };
     let reference = clocks.iter().find(|c| c["basis"] == "reference").unwrap();
     let r = index(reference);

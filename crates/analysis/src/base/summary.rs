@@ -384,18 +384,38 @@ pub struct SessionGroup {
 /// (each host its own session folder, as `jax.profiler` does on every worker). A session whose
 /// profiles state no wall clock stays on its own. Groups are in order of their first session.
 pub fn group_sessions(summaries: &[HostSummary]) -> Vec<SessionGroup> {
+    group_windows(summaries.iter().map(|s| HostWindow {
+        session: &s.session,
+        host: &s.host,
+        origin_ps: s.origin_ps,
+        span_ps: s.span_ps,
+    }))
+}
+
+/// One host file's place in time, what [`group_windows`] matches sessions on.
+pub struct HostWindow<'a> {
+    pub session: &'a str,
+    pub host: &'a str,
+    /// Wall-clock origin (ps since the Unix epoch), when the profile states one.
+    pub origin_ps: Option<i128>,
+    /// First start and last end, ps after the origin.
+    pub span_ps: Option<(i64, i64)>,
+}
+
+/// [`group_sessions`] over host windows (from summaries, or from decoded profiles).
+pub fn group_windows<'a>(hosts: impl IntoIterator<Item = HostWindow<'a>>) -> Vec<SessionGroup> {
     struct S<'a> {
         name: &'a str,
         hosts: Vec<&'a str>,
         window: Option<(i128, i128)>,
     }
     let mut sessions: Vec<S> = Vec::new();
-    for s in summaries {
+    for s in hosts {
         let i = match sessions.iter().position(|x| x.name == s.session) {
             Some(i) => i,
             None => {
                 sessions.push(S {
-                    name: &s.session,
+                    name: s.session,
                     hosts: Vec::new(),
                     window: None,
                 });
@@ -403,7 +423,7 @@ pub fn group_sessions(summaries: &[HostSummary]) -> Vec<SessionGroup> {
             }
         };
         let x = &mut sessions[i];
-        x.hosts.push(&s.host);
+        x.hosts.push(s.host);
         if let (Some(o), Some((b, e))) = (s.origin_ps, s.span_ps) {
             let (b, e) = (o + i128::from(b), o + i128::from(e));
             x.window = Some(x.window.map_or((b, e), |(wb, we)| (wb.min(b), we.max(e))));

@@ -16,6 +16,10 @@ pub const TOP_OPS: usize = 20;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// Sessions that are one capture written by several hosts (overlapping wall-clock windows,
+    /// no host in two), and how they were matched; absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<crate::base::summary::SessionGroup>,
     pub sessions: Vec<SessionReport>,
 }
 
@@ -170,7 +174,20 @@ impl Tool for ReportTool {
 /// The report of every session and host of a run.
 pub fn report(run: &Run) -> Report {
     let mut hosts = run.hosts.iter();
+    let windows = run.hosts.iter().filter_map(|h| {
+        let p = h.analysis.as_ref().ok()?.profile();
+        Some(crate::base::summary::HostWindow {
+            session: &h.session,
+            host: h.host(),
+            origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
+            span_ps: p.span(),
+        })
+    });
     Report {
+        runs: crate::base::summary::group_windows(windows)
+            .into_iter()
+            .filter(|g| g.sessions.len() > 1)
+            .collect(),
         sessions: run
             .sessions
             .iter()
@@ -221,6 +238,9 @@ pub fn render_csv(r: &Report) -> String {
 pub fn render_text(r: &Report) -> String {
     use std::fmt::Write;
     let mut o = String::new();
+    for g in &r.runs {
+        let _ = writeln!(o, "run: {}", g.matched);
+    }
     for s in &r.sessions {
         let _ = writeln!(o, "session {}  ({})", s.name, s.dir);
         for h in &s.hosts {
