@@ -758,6 +758,13 @@ fn hosts_command(
     };
     let t = std::time::Instant::now();
     let (mut summaries, mut times) = hosts::summarize(&sessions, jobs, &cache);
+    let (files, decoded) = (
+        times.len(),
+        times
+            .iter()
+            .filter(|t| t.source == hosts::Source::Decoded)
+            .count(),
+    );
     let groups = xlens_analysis::base::summary::group_sessions(&summaries);
     if let Some(g) = groups.iter().find(|g| g.sessions.contains(&chosen_name)) {
         let keep: Vec<bool> = summaries
@@ -785,20 +792,15 @@ fn hosts_command(
             others.join(", ")
         );
     }
-    let decoded = times
-        .iter()
-        .filter(|t| t.source == hosts::Source::Decoded)
-        .count();
     if timings {
         for t in &times {
             eprintln!("xlens: {:<32} {:>9.1} ms  {:?}", t.host, t.ms, t.source);
         }
     }
     eprintln!(
-        "xlens: {} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache",
-        summaries.len(),
+        "xlens: {files} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache",
         t.elapsed().as_secs_f64(),
-        summaries.len() - decoded
+        files - decoded
     );
     if write_summaries {
         for s in sessions
