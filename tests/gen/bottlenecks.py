@@ -51,6 +51,15 @@ compute_bound_sync
     marker: the compute is "Host compute". With compute_bound it shows how one workload's
     breakdown depends on the dispatch mode.
 
+collective_bound
+    Several CPU devices in one process (XLA_FLAGS --xla_force_host_platform_device_count,
+    --devices, default 4) and one SPMD step per training step (shard_map under jit): a
+    multiply-add on each device's shard of a large vector (--elems float32 per device, default
+    4 Mi) and a psum of the whole shard across the devices. XLA's CPU runtime runs the
+    all-reduce (an HLO `all-reduce`, named `psum_invariant.*` after the JAX primitive) on host
+    threads, where it moves the data and waits for the other devices at its rendezvous, while
+    the arithmetic around it is one multiply-add per element: the step is communication.
+
 Regenerate (from the repository root; takes well under a minute, JAX 0.10.2 CPU, xprof 2.24.2):
 
   JAX_PLATFORMS=cpu .ci-venv/bin/python tests/gen/bottlenecks.py \\
@@ -75,7 +84,8 @@ import subprocess
 import sys
 import time
 
-SCENARIOS = ('input_bound', 'host_bound', 'compute_bound', 'compute_bound_sync')
+SCENARIOS = ('input_bound', 'host_bound', 'compute_bound', 'compute_bound_sync',
+             'collective_bound')
 
 
 def build_args(argv=None):
@@ -91,6 +101,10 @@ def build_args(argv=None):
   p.add_argument('--width', type=int, default=1024, help='compute_bound: MLP width')
   p.add_argument('--depth', type=int, default=3, help='compute_bound: hidden layers')
   p.add_argument('--batch', type=int, default=256, help='compute_bound: batch size')
+  p.add_argument('--devices', type=int, default=4,
+                 help='collective_bound: CPU devices (XLA host platform device count)')
+  p.add_argument('--elems', type=int, default=1 << 22,
+                 help='collective_bound: float32 elements all-reduced per device per step')
   p.add_argument('--host_tracer_level', type=int, default=2)
   p.add_argument('--seed', type=int, default=0)
   return p.parse_args(argv)
@@ -192,7 +206,39 @@ def scenario_compute_bound(a, jax, jnp, np):
   return step
 
 
+def scenario_collective_bound(a, jax, jnp, np):
+  # One SPMD step per training step over the --devices CPU devices (shard_map under jit): a
+  # multiply-add on each device's shard of a large vector, then a psum of the whole shard
+  # across devices. The all-reduce moves (and rendezvouses on) --elems floats per device while
+  # the arithmetic around it is one multiply-add per element, so the step is communication, not
+  # compute.
+  from jax.sharding import NamedSharding, PartitionSpec as P
+  n = jax.device_count()
+  if n < 2:
+    raise SystemExit(f'collective_bound needs at least 2 devices, got {n}')
+  mesh = jax.make_mesh((n,), ('i',))
+  train_step = jax.jit(jax.shard_map(
+      lambda v: v - 1e-6 * jax.lax.psum(v * 0.5 + 1.0, 'i'),
+      mesh=mesh, in_specs=P('i'), out_specs=P('i')))
+  rng = np.random.default_rng(a.seed)
+  state = {'v': jax.device_put(rng.standard_normal((n * a.elems,), dtype=np.float32),
+                               NamedSharding(mesh, P('i')))}
+
+  def step(i):
+    with jax.profiler.StepTraceAnnotation('train', step_num=i):
+      state['v'] = train_step(state['v'])
+      state['v'].block_until_ready()  # host sync: ends the step
+      return float(state['v'].addressable_shards[0].data[0])
+
+  return step
+
+
 def run_scenario(a, name):
+  if name == 'collective_bound':
+    # Several CPU devices in one process, so XLA runs real all-reduces between them. Read when
+    # the CPU client is created: set before JAX is imported.
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
+                               f' --xla_force_host_platform_device_count={a.devices}').strip()
   import numpy as np
   import jax
   import jax.numpy as jnp
@@ -203,7 +249,8 @@ def run_scenario(a, name):
   jax.config.update('jax_cpu_enable_async_dispatch', name != 'compute_bound_sync')
   step = {'input_bound': scenario_input_bound, 'host_bound': scenario_host_bound,
           'compute_bound': scenario_compute_bound,
-          'compute_bound_sync': scenario_compute_bound}[name](a, jax, jnp, np)
+          'compute_bound_sync': scenario_compute_bound,
+          'collective_bound': scenario_collective_bound}[name](a, jax, jnp, np)
   for i in range(a.warmup):
     step(-1 - i)
 

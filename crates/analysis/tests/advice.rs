@@ -5,7 +5,9 @@
 mod common;
 
 use common::{analysis, root};
-use xlens_analysis::base::advice::{advise, Advice, Bottleneck, BUSY_PCT, INPUT_PCT};
+use xlens_analysis::base::advice::{
+    advise, Advice, Bottleneck, BUSY_PCT, COLLECTIVE_PCT, INPUT_PCT,
+};
 
 fn advice_of(rel: &str) -> Advice {
     let dir = root().join(rel);
@@ -112,4 +114,27 @@ fn the_memory_roof_split_needs_stated_roofs() {
         serde_json::to_string(&a).unwrap(),
         serde_json::to_string(&b).unwrap()
     );
+}
+
+#[test]
+fn collective_bound_by_construction() {
+    // Each step all-reduces a 16 MiB shard across 4 CPU devices (shard_map + psum) around one
+    // multiply-add per element: the all-reduce (`psum_invariant.*`, HLO opcode `all-reduce`)
+    // runs on host threads while no other XLA op does for much of the step.
+    let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/collective_bound");
+    assert_eq!(a.bottleneck, Bottleneck::CollectiveBound, "{}", a.summary);
+    assert!(figure(&a, "exposed_collective_pct") >= COLLECTIVE_PCT);
+    assert!(figure(&a, "input_pct") < INPUT_PCT);
+    // The profiles without collectives have no exposed collective time.
+    for run in [
+        "input_bound",
+        "host_bound",
+        "compute_bound",
+        "compute_bound_sync",
+    ] {
+        let b = advice_of(&format!(
+            "fixtures/logdir_bottlenecks/plugins/profile/{run}"
+        ));
+        assert_eq!(figure(&b, "exposed_collective_pct"), 0.0, "{run}");
+    }
 }

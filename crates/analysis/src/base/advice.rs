@@ -6,8 +6,10 @@
 //!    for the host: the step breakdown's `input` category) is at least [`INPUT_PCT`]%.
 //! 2. **collective-bound** when exposed collective communication is at least
 //!    [`COLLECTIVE_PCT`]%: for PyTorch traces, the time communication kernels run while no
-//!    computation kernel does (HTA's kernel types); for XSpace, the breakdown's
-//!    `device_collectives` category (NCCL kernels in the step).
+//!    computation kernel does (HTA's kernel types); for CPU-only XSpace profiles (XLA ops on
+//!    host threads), the time a collective XLA op ([`crate::base::hlo::COLLECTIVE_OPCODES`], by
+//!    its HLO opcode) runs while no other XLA op does; for other XSpace profiles, the
+//!    breakdown's `device_collectives` category (NCCL kernels in the step).
 //! 3. **host-bound** (launch or Python overhead) when the device is busy less than
 //!    [`BUSY_PCT`]% of the step time and the host is not waiting for input: on GPU/TPU, device
 //!    work in the steps (kernels, copies, collectives); on CPU-only profiles, where the XLA ops
@@ -136,8 +138,71 @@ fn cpu_busy_by_step(a: &Analysis) -> Option<std::collections::HashMap<i64, i64>>
     })
 }
 
+/// Collective and other XLA ops of a CPU-only profile (the XLA ops run on host threads), as
+/// two unions of intervals; `None` when its HLO has no collective instruction
+/// ([`crate::base::hlo::COLLECTIVE_OPCODES`]) that ran.
+type Intervals = Vec<(i64, i64)>;
+fn cpu_collectives(a: &Analysis) -> Option<(Intervals, Intervals)> {
+    let p = a.profile();
+    let sets = crate::base::hlo::collective_instructions(p);
+    if sets.is_empty() {
+        return None;
+    }
+    let (source, lines) = crate::base::ops::op_lines(p);
+    if source != Some(crate::base::ops::OpSource::HostXlaOps) {
+        return None;
+    }
+    let kh = p.key("hlo_op")?;
+    let kp = p.key("program_id");
+    let (mut comm, mut comp) = (Vec::new(), Vec::new());
+    for (plane, line) in lines {
+        let ev = &line.events;
+        for i in 0..ev.len() {
+            let st = ev.stats(i);
+            if st.get(kh).is_none() {
+                continue;
+            }
+            let Some(md) = plane.event_metadata.get(ev.meta(i) as usize) else {
+                continue;
+            };
+            let name = p.str(crate::base::ops::op_name(p, md));
+            let pid = crate::base::step_ops::program_id(kp, st, md);
+            let collective = sets.iter().any(|(id, set)| {
+                (pid.is_none() || id.is_none() || *id == pid) && set.contains(name)
+            });
+            let iv = (ev.start(i), ev.end(i));
+            if collective {
+                comm.push(iv);
+            } else {
+                comp.push(iv);
+            }
+        }
+    }
+    if comm.is_empty() {
+        return None;
+    }
+    Some((crate::base::hta::union(comm), crate::base::hta::union(comp)))
+}
+
+/// Time in `[lo, hi)` when a collective runs and no other op does.
+fn exposed_in(comm: &[(i64, i64)], comp: &[(i64, i64)], lo: i64, hi: i64) -> i64 {
+    let clip = |v: &[(i64, i64)]| -> Intervals {
+        v.iter()
+            .map(|&(s, e)| (s.max(lo), e.min(hi)))
+            .filter(|(s, e)| s < e)
+            .collect()
+    };
+    let (comm, comp) = (clip(comm), clip(comp));
+    crate::base::hta::total(&comm).saturating_sub(crate::base::hta::overlap(&comm, &comp))
+}
+
 /// Each step classified, consecutive equal verdicts merged.
-fn step_ranges(a: &Analysis, steps: &[StepRow], kind: DeviceKind) -> Vec<StepRange> {
+fn step_ranges(
+    a: &Analysis,
+    steps: &[StepRow],
+    kind: DeviceKind,
+    cpu_coll: Option<&(Intervals, Intervals)>,
+) -> Vec<StepRange> {
     let cpu_busy = match kind {
         DeviceKind::Cpu => cpu_busy_by_step(a),
         _ => None,
@@ -158,9 +223,15 @@ fn step_ranges(a: &Analysis, steps: &[StepRow], kind: DeviceKind) -> Vec<StepRan
                 d,
             ),
         };
+        let collective = match cpu_coll {
+            Some((comm, comp)) => {
+                exposed_in(comm, comp, st.begin_ps, st.begin_ps.saturating_add(d))
+            }
+            None => of("device_collectives"),
+        };
         let b = classify(
             pct(of("input"), d),
-            pct(of("device_collectives"), d),
+            pct(collective, d),
             busy,
             pct(of("host_compute"), d),
         );
@@ -229,6 +300,10 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
     let host_compute = pct(sum_cat("host_compute"), whole);
 
     // Exposed collectives.
+    let cpu_coll = match kind {
+        DeviceKind::Cpu => cpu_collectives(a),
+        _ => None,
+    };
     let hta = a.hta();
     let collective = if !hta.events.is_empty() {
         let p = a.profile();
@@ -257,6 +332,15 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         let exposed =
             crate::base::hta::total(&comm).saturating_sub(crate::base::hta::overlap(&comm, &comp));
         pct(exposed, whole)
+    } else if let Some((comm, comp)) = &cpu_coll {
+        // CPU-only: collective XLA ops on host threads while no other XLA op runs.
+        let (lo, hi) = match (steps.first(), steps.last()) {
+            (Some(f), Some(l)) if total > 0 => {
+                (f.begin_ps, l.begin_ps.saturating_add(l.duration_ps))
+            }
+            _ => (i64::MIN, i64::MAX),
+        };
+        pct(exposed_in(comm, comp, lo, hi), whole)
     } else {
         pct(sum_cat("device_collectives"), whole)
     };
@@ -389,8 +473,26 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::CollectiveBound,
             format!("collective-bound: {collective:.1}% of step time is communication not overlapped with computation (threshold {COLLECTIVE_PCT}%)"),
             "Overlap communication with computation (bucketing, async collectives, FSDP prefetch), shrink what is exchanged (gradient compression, lower precision), or change the sharding.",
-            "comm_comp_overlap",
-            worst("device_collectives"),
+            if hta.events.is_empty() {
+                "op_profile"
+            } else {
+                "comm_comp_overlap"
+            },
+            match &cpu_coll {
+                // The step with the most exposed collective time.
+                Some((comm, comp)) => steps
+                    .iter()
+                    .max_by_key(|s| {
+                        exposed_in(comm, comp, s.begin_ps, s.begin_ps.saturating_add(s.duration_ps))
+                    })
+                    .map(|s| {
+                        (
+                            s.name.clone(),
+                            (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
+                        )
+                    }),
+                None => worst("device_collectives"),
+            },
         )
     } else if busy < IDLE_PCT && host_compute < IDLE_PCT {
         (
@@ -436,6 +538,6 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         tool,
         worst_step: w.as_ref().map(|x| x.0.clone()),
         window_ps: w.map(|x| x.1),
-        step_ranges: step_ranges(a, steps, kind),
+        step_ranges: step_ranges(a, steps, kind, cpu_coll.as_ref()),
     })
 }

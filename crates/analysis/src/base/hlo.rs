@@ -195,7 +195,7 @@ impl HloIndex {
 
 /// [`HloIndex::find`] over any list of modules, given each one's (program name, module name,
 /// program id).
-fn find_module<'m, M>(
+pub(crate) fn find_module<'m, M>(
     modules: &'m [M],
     query: &str,
     names: impl Fn(&M) -> (&str, &str, Option<u64>),
@@ -259,7 +259,7 @@ pub fn hlo_index(p: &Profile) -> HloIndex {
 /// The serialized HLO modules of a profile, in the order the producer wrote them: program name,
 /// program id, bytes. A program written twice (e.g. two metadata planes) is listed once, the
 /// first time.
-fn hlo_protos(p: &Profile) -> Vec<(&str, Option<u64>, &[u8])> {
+pub(crate) fn hlo_protos(p: &Profile) -> Vec<(&str, Option<u64>, &[u8])> {
     let mut out = Vec::new();
     let (Some(hlo_key), Some(plane_name)) = (p.key(HLO_PROTO_STAT), p.key(METADATA_PLANE)) else {
         return out;
@@ -385,6 +385,66 @@ fn read_op_names<'p>(bytes: &'p [u8], m: &mut ModuleOpNames<'p>) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// HLO opcodes of collective communication (and their async halves).
+pub const COLLECTIVE_OPCODES: &[&str] = &[
+    "all-reduce",
+    "all-reduce-start",
+    "all-reduce-done",
+    "all-gather",
+    "all-gather-start",
+    "all-gather-done",
+    "reduce-scatter",
+    "all-to-all",
+    "ragged-all-to-all",
+    "collective-permute",
+    "collective-permute-start",
+    "collective-permute-done",
+    "collective-broadcast",
+];
+
+/// The collective instructions ([`COLLECTIVE_OPCODES`]) of every module of a profile, as
+/// (program id, instruction names), read from the serialized protos without decoding them
+/// (`HloProto.hlo_module` (1) -> `computations` (3) -> `instructions` (2) -> `name` (1),
+/// `opcode` (2)). Modules without one are left out.
+pub fn collective_instructions(p: &Profile) -> Vec<(Option<u64>, HashSet<&str>)> {
+    fn read(bytes: &[u8]) -> Option<HashSet<&str>> {
+        let text = |b| std::str::from_utf8(b).ok();
+        let mut out = HashSet::new();
+        for f in fields(bytes) {
+            let (1, Value::Len(module)) = f.ok()? else {
+                continue;
+            };
+            for f in fields(module) {
+                let (3, Value::Len(comp)) = f.ok()? else {
+                    continue;
+                };
+                for f in fields(comp) {
+                    let (2, Value::Len(ins)) = f.ok()? else {
+                        continue;
+                    };
+                    let (mut name, mut opcode) = ("", "");
+                    for f in fields(ins) {
+                        match f.ok()? {
+                            (1, Value::Len(b)) => name = text(b)?,
+                            (2, Value::Len(b)) => opcode = text(b)?,
+                            _ => {}
+                        }
+                    }
+                    if COLLECTIVE_OPCODES.contains(&opcode) {
+                        out.insert(name);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+    hlo_protos(p)
+        .into_iter()
+        .filter_map(|(_, pid, bytes)| Some((pid, read(bytes)?)))
+        .filter(|(_, set)| !set.is_empty())
+        .collect()
 }
 
 /// XLA's lowercase name of an element type (`f32`, `bf16`, `pred`, `s32`, `tuple`, ...).
