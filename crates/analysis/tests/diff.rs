@@ -234,3 +234,110 @@ fn step_statistics_by_hand() {
         "ncclKernel_AllReduce"
     );
 }
+
+/// An instruction's structure read from the decoded HLO (the fingerprint reads the serialized
+/// bytes instead): opcode, shape, operand shapes, and its called computations' instructions.
+fn structure(m: &xlens_analysis::base::hlo::HloModule, name: &str) -> String {
+    use xlens_analysis::base::hlo::shape_text;
+    let i = m.instruction_by_name(name).expect("instruction");
+    let shape = |i: &xlens_proto::xla::HloInstructionProto| {
+        i.shape.as_ref().map(shape_text).unwrap_or_default()
+    };
+    let mut s = format!("{} {}", i.opcode, shape(i));
+    for op in &i.operand_ids {
+        s.push_str(&format!(
+            " ({})",
+            shape(m.instruction(*op).expect("operand"))
+        ));
+    }
+    for c in &i.called_computation_ids {
+        for x in &m.computation(*c).expect("computation").instructions {
+            s.push_str(&format!(" [{} {}]", x.opcode, shape(x)));
+        }
+    }
+    s
+}
+
+#[test]
+fn ops_are_matched_by_structure_across_compilations() {
+    // One MLP train step (BASE), then the same step with the input batch standardised in front
+    // (NEW; fixtures/diff_pair, tests/gen/diff_pair.py). XLA compiles NEW anew: its new ops get
+    // names of the families BASE has (`ynn_fusion.7`, `ynn_fusion.8`), so matching by name
+    // alone would fold them into BASE's `ynn_fusion` ops and call those slower.
+    let dir = root().join("fixtures/diff_pair/plugins/profile");
+    let (base, new) = (dir.join("base"), dir.join("new"));
+    let d = diff_of(&base, &new, OpsScope::All);
+    let hlo = |p: &Path| {
+        let f = p.join("vm.xplane.pb.gz");
+        let prof = xlens_analysis::base::load::load_path(&f, xlens_store::Format::XSpace).unwrap();
+        xlens_analysis::base::hlo::hlo_index(&prof)
+    };
+    let (hb, hn) = (hlo(&base), hlo(&new));
+    let (mb, mn) = (
+        hb.find("jit_train_step").unwrap(),
+        hn.find("jit_train_step").unwrap(),
+    );
+    // BASE's step is all in NEW: nothing removed; the standardisation's own arithmetic (a
+    // subtraction of the broadcast mean, a multiplication and a division) is added.
+    assert_eq!(d.ops.removed, 0);
+    for name in [
+        "broadcast_subtract_fusion",
+        "broadcast_multiply_fusion",
+        "add_divide_fusion",
+    ] {
+        let r = d.ops.rows.iter().find(|r| r.name == name).expect(name);
+        assert_eq!(r.change, "added", "{name}");
+        assert!(mb.instruction_by_name(name).is_none(), "{name}");
+    }
+    // Every pair matched by fingerprint has the same structure in the decoded HLO.
+    let by_fp: Vec<_> = d
+        .ops
+        .rows
+        .iter()
+        .filter(|r| r.matched_by == "fingerprint")
+        .collect();
+    assert_eq!(by_fp.len(), d.ops.by_fingerprint);
+    assert!(by_fp.len() >= 20, "{}", by_fp.len());
+    let mut grown = 0;
+    let mut base_structures = std::collections::BTreeSet::new();
+    for r in &by_fp {
+        let shapes = |m, names: &[String]| -> std::collections::BTreeSet<String> {
+            names.iter().map(|n| structure(m, n)).collect()
+        };
+        let (sb, sn) = (shapes(mb, &r.base_op_names), shapes(mn, &r.new_op_names));
+        assert_eq!(sb.len(), 1, "{}: {sb:?}", r.label());
+        assert_eq!(sb, sn, "{}", r.label());
+        base_structures.extend(sb);
+        // NEW has one more op of a structure BASE has (a reduction over the batch: the
+        // standardisation's mean is shaped like the bias gradients).
+        if r.new_op_names.len() > r.base_op_names.len() {
+            grown += 1;
+            assert!(r.new_count > r.base_count, "{}", r.label());
+        }
+    }
+    assert!(grown >= 1);
+    // An op added by fingerprint has a structure no op of BASE has, whatever its name.
+    for r in d.ops.rows.iter().filter(|r| r.change == "added") {
+        assert!(
+            !base_structures.contains(&structure(mn, &r.name)),
+            "{}",
+            r.name
+        );
+    }
+    assert!(d
+        .ops
+        .rows
+        .iter()
+        .any(|r| r.change == "added" && r.name.starts_with("ynn_fusion.")));
+    // The text and the conditions name ops by either name.
+    assert!(compare::render_text(&d).contains(" by fingerprint)"));
+    let renamed_row = by_fp.iter().find(|r| r.new_name.is_some()).unwrap();
+    assert!(renamed_row.label().contains(" → "));
+    let c = cond::parse(&format!(
+        "op:{} > -100%",
+        renamed_row.new_name.as_deref().unwrap()
+    ))
+    .unwrap();
+    let e = cond::check(&c, &d).evidence;
+    assert!(e.contains(&renamed_row.name), "{e}");
+}

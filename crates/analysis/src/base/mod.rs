@@ -8,6 +8,7 @@ pub mod allocators;
 pub mod context;
 pub mod cost_model;
 pub mod device;
+pub mod fingerprint;
 pub mod fmt;
 pub(crate) mod fx;
 pub mod headroom;

@@ -274,11 +274,15 @@ fn values(d: &Diff, metric: &str) -> Result<(Option<f64>, Option<f64>, String), 
                 .ops
                 .rows
                 .iter()
-                .filter(|r| glob(pat, &r.key) || glob(pat, &r.name))
+                .filter(|r| {
+                    glob(pat, &r.key)
+                        || glob(pat, &r.name)
+                        || r.new_name.as_deref().is_some_and(|n| glob(pat, n))
+                })
                 .collect();
             let b: i64 = rows.iter().map(|r| r.base_ps).fold(0, i64::saturating_add);
             let n: i64 = rows.iter().map(|r| r.new_ps).fold(0, i64::saturating_add);
-            let mut names: Vec<&str> = rows.iter().take(5).map(|r| r.key.as_str()).collect();
+            let mut names: Vec<&str> = rows.iter().take(5).map(|r| r.name.as_str()).collect();
             if rows.len() > 5 {
                 names.push("…");
             }

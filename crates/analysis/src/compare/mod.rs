@@ -3,8 +3,11 @@
 //! layer (op metrics, host framework ops, module heaps, allocator peaks) of each run, and
 //! puts the two side by side with deltas. No tool imports it.
 //!
-//! * **Step time**: the steps of the first readable host of each run (XProf-compatible steps;
-//!   all annotated steps when there are none), count, mean, median and p90, and a 95%
+//! * **Hosts**: every readable host of each run. Step time: one host's steps, or on several
+//!   hosts each step's slowest host (a synchronous job waits for it); breakdown, duty cycle and
+//!   FLOP utilisation: the mean over hosts; ops: summed over hosts; memory: the largest peak.
+//! * **Step time**: XProf-compatible steps (all annotated steps when there are none), count,
+//!   mean, median and p90, and a 95%
 //!   bootstrap confidence interval for the relative change of the mean (2,000 resamples of
 //!   each side, a fixed seed: the same inputs give the same interval). A change whose interval
 //!   holds 0 is reported as noise, not as a regression.
@@ -42,7 +45,10 @@ pub struct Side {
     pub path: String,
     pub run: String,
     pub hosts: usize,
-    /// The host whose steps and ops are compared.
+    /// The readable hosts compared (steps: each step's slowest host; breakdown, duty cycle and
+    /// FLOP utilisation: the mean over hosts; ops: sums over hosts; memory: the largest peak).
+    pub hosts_compared: usize,
+    /// The first readable host (whose advice is shown).
     pub host: Option<String>,
     pub device: String,
     /// Host files that could not be read.
@@ -250,33 +256,67 @@ pub fn normalize_module(name: &str) -> String {
 }
 
 /// Peaks per module (XLA heaps) and per allocator of a run's compared host.
-fn memory_peaks(run: &Run, host: usize) -> (BTreeMap<String, i64>, BTreeMap<String, i64>) {
+/// Peak heap per module and peak in use per allocator, the largest over `hosts`.
+fn memory_peaks(run: &Run, hosts: &[usize]) -> (BTreeMap<String, i64>, BTreeMap<String, i64>) {
     let mut modules = BTreeMap::new();
     let mut allocators = BTreeMap::new();
-    let Some(h) = run.hosts.get(host) else {
-        return (modules, allocators);
-    };
-    let Ok(a) = &h.analysis else {
-        return (modules, allocators);
-    };
-    for m in a.module_memories(0).iter().flatten() {
-        let e = modules
-            .entry(normalize_module(&m.module_name))
-            .or_insert(0i64);
-        *e = (*e).max(m.peak_heap_bytes);
-    }
-    for al in &a.allocators().allocators {
-        allocators.insert(al.name.clone(), al.peak.bytes_in_use);
+    for &i in hosts {
+        let Some(Ok(a)) = run.hosts.get(i).map(|h| &h.analysis) else {
+            continue;
+        };
+        for m in a.module_memories(0).iter().flatten() {
+            let e = modules
+                .entry(normalize_module(&m.module_name))
+                .or_insert(0i64);
+            *e = (*e).max(m.peak_heap_bytes);
+        }
+        for al in &a.allocators().allocators {
+            let e = allocators.entry(al.name.clone()).or_insert(0i64);
+            *e = (*e).max(al.peak.bytes_in_use);
+        }
     }
     (modules, allocators)
 }
 
-fn side(path: &str, run: &Run, host: Option<&HostOverview>, device: String) -> Side {
+/// Step durations of a run over its readable hosts `idx`: one host's steps; on several, each
+/// step's slowest host (the k-th step of every host, over the steps every host has), as a
+/// synchronous job waits for it.
+fn run_steps(o: &crate::tools::overview::Overview, idx: &[usize]) -> (Vec<i64>, String) {
+    let per: Vec<(Vec<i64>, &str)> = idx.iter().map(|&i| host_steps(&o.hosts[i])).collect();
+    match per.as_slice() {
+        [] => (Vec::new(), "xprof".to_string()),
+        [(x, from)] => (x.clone(), from.to_string()),
+        _ => {
+            let n = per.iter().map(|(x, _)| x.len()).min().unwrap_or(0);
+            let steps = (0..n)
+                .map(|k| per.iter().map(|(x, _)| x[k]).max().unwrap_or(0))
+                .collect();
+            let from = if per.iter().all(|(_, f)| *f == "xprof") {
+                "xprof"
+            } else {
+                "annotated"
+            };
+            (
+                steps,
+                format!("{from}, the slowest of {} hosts per step", per.len()),
+            )
+        }
+    }
+}
+
+fn side(
+    path: &str,
+    run: &Run,
+    host: Option<&HostOverview>,
+    compared: usize,
+    device: String,
+) -> Side {
     Side {
         advice: host.and_then(|h| h.advice.clone()),
         path: path.to_string(),
         run: run.name().to_string(),
         hosts: run.hosts.len(),
+        hosts_compared: compared,
         host: host.map(|h| h.host.clone()),
         device,
         errors: run
@@ -290,22 +330,22 @@ fn side(path: &str, run: &Run, host: Option<&HostOverview>, device: String) -> S
 /// Compares `new` against `base` (`base_path`/`new_path` are what the user named).
 pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsScope) -> Diff {
     let (ob, on) = (overview(base), overview(new));
-    let first = |o: &crate::tools::overview::Overview| {
+    let readable = |o: &crate::tools::overview::Overview| -> Vec<usize> {
         o.hosts
             .iter()
-            .position(|h| h.error.is_none())
-            .map(|i| (i, o.hosts[i].clone()))
+            .enumerate()
+            .filter(|(_, h)| h.error.is_none())
+            .map(|(i, _)| i)
+            .collect()
     };
-    let (hb, hn) = (first(&ob), first(&on));
-    let (sb, fb) = hb
-        .as_ref()
-        .map(|(_, h)| host_steps(h))
-        .unwrap_or((Vec::new(), "xprof"));
-    let (sn, fn_) = hn
-        .as_ref()
-        .map(|(_, h)| host_steps(h))
-        .unwrap_or((Vec::new(), "xprof"));
-    let (base_stats, new_stats) = (step_stats(&sb, fb), step_stats(&sn, fn_));
+    let (ib, inew) = (readable(&ob), readable(&on));
+    let (hb, hn) = (
+        ib.first().map(|&i| &ob.hosts[i]),
+        inew.first().map(|&i| &on.hosts[i]),
+    );
+    let (sb, fb) = run_steps(&ob, &ib);
+    let (sn, fn_) = run_steps(&on, &inew);
+    let (base_stats, new_stats) = (step_stats(&sb, &fb), step_stats(&sn, &fn_));
     let delta_mean_pct = (base_stats.count > 0 && new_stats.count > 0 && base_stats.mean_ps != 0)
         .then(|| {
             (new_stats.mean_ps - base_stats.mean_ps) as f64 / base_stats.mean_ps as f64 * 100.0
@@ -328,21 +368,24 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         verdict: verdict.to_string(),
     };
 
-    // Mean breakdown per step, over the compared steps of each side.
-    let mean_breakdown = |h: Option<&(usize, HostOverview)>| -> Vec<i64> {
-        let Some((_, h)) = h else {
-            return vec![0; CATEGORIES.len()];
-        };
-        let t = if h.steps.rows.is_empty() {
-            &h.steps_all
-        } else {
-            &h.steps
-        };
-        let mut v = t.figures.mean_breakdown_ps.clone();
-        v.resize(CATEGORIES.len(), 0);
-        v
+    // Mean breakdown per step, over the compared steps of each host, averaged over the hosts.
+    let mean_breakdown = |o: &crate::tools::overview::Overview, idx: &[usize]| -> Vec<i64> {
+        let mut sum = vec![0i128; CATEGORIES.len()];
+        for &i in idx {
+            let h = &o.hosts[i];
+            let t = if h.steps.rows.is_empty() {
+                &h.steps_all
+            } else {
+                &h.steps
+            };
+            for (s, v) in sum.iter_mut().zip(&t.figures.mean_breakdown_ps) {
+                *s += i128::from(*v);
+            }
+        }
+        let n = idx.len().max(1) as i128;
+        sum.into_iter().map(|s| (s / n) as i64).collect()
     };
-    let (bb, bn) = (mean_breakdown(hb.as_ref()), mean_breakdown(hn.as_ref()));
+    let (bb, bn) = (mean_breakdown(&ob, &ib), mean_breakdown(&on, &inew));
     let breakdown: Vec<CategoryDiff> = CATEGORIES
         .iter()
         .enumerate()
@@ -355,24 +398,27 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         })
         .collect();
 
+    // The mean over the hosts that have the figure.
+    let mean_of = |o: &crate::tools::overview::Overview,
+                   idx: &[usize],
+                   f: fn(&HostOverview) -> Option<f64>| {
+        let v: Vec<f64> = idx.iter().filter_map(|&i| f(&o.hosts[i])).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
     let duty = Delta::of(
-        hb.as_ref().and_then(|(_, h)| h.device_duty_cycle_percent),
-        hn.as_ref().and_then(|(_, h)| h.device_duty_cycle_percent),
+        mean_of(&ob, &ib, |h| h.device_duty_cycle_percent),
+        mean_of(&on, &inew, |h| h.device_duty_cycle_percent),
     );
     let flops = Delta::of(
-        hb.as_ref().and_then(|(_, h)| h.flop_utilization_percent),
-        hn.as_ref().and_then(|(_, h)| h.flop_utilization_percent),
+        mean_of(&ob, &ib, |h| h.flop_utilization_percent),
+        mean_of(&on, &inew, |h| h.flop_utilization_percent),
     );
 
-    let (ib, inew) = (
-        hb.as_ref().map_or(usize::MAX, |x| x.0),
-        hn.as_ref().map_or(usize::MAX, |x| x.0),
-    );
-    let ops = ops::diff(base, ib, new, inew, scope);
-    let framework_ops = ops::framework_diff(base, ib, new, inew);
+    let ops = ops::diff(base, &ib, new, &inew, scope);
+    let framework_ops = ops::framework_diff(base, &ib, new, &inew);
 
-    let (mb, ab) = memory_peaks(base, ib);
-    let (mn, an) = memory_peaks(new, inew);
+    let (mb, ab) = memory_peaks(base, &ib);
+    let (mn, an) = memory_peaks(new, &inew);
     let mut memory = Vec::new();
     let mut push = |kind: &str, b: &BTreeMap<String, i64>, n: &BTreeMap<String, i64>| {
         let names: std::collections::BTreeSet<&String> = b.keys().chain(n.keys()).collect();
@@ -399,8 +445,8 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
 
     let device = |o: &crate::tools::overview::Overview| o.device_type.clone();
     let mut d = Diff {
-        base: side(base_path, base, hb.as_ref().map(|x| &x.1), device(&ob)),
-        new: side(new_path, new, hn.as_ref().map(|x| &x.1), device(&on)),
+        base: side(base_path, base, hb, ib.len(), device(&ob)),
+        new: side(new_path, new, hn, inew.len(), device(&on)),
         step_time,
         breakdown,
         duty_cycle_percent: duty,
@@ -475,7 +521,7 @@ fn verdict_lines(d: &Diff) -> Vec<String> {
         let parts: Vec<String> = ops
             .iter()
             .take(3)
-            .map(|o| format!("{} {} ({})", o.name, signed_ps(o.delta_ps), o.change))
+            .map(|o| format!("{} {} ({})", o.label(), signed_ps(o.delta_ps), o.change))
             .collect();
         v.push(format!(
             "ops ({}): {} added, {} removed, {} slower, {} faster; largest: {}",
@@ -501,6 +547,12 @@ fn verdict_lines(d: &Diff) -> Vec<String> {
             };
             v.push(format!("BASE {}; NEW {}", s(b), s(n)));
         }
+    }
+    if d.base.hosts_compared != d.new.hosts_compared {
+        v.push(format!(
+            "BASE covers {} host(s), NEW {}: op times and counts are sums over the hosts",
+            d.base.hosts_compared, d.new.hosts_compared
+        ));
     }
     if let Some(delta) = d.peak_memory.delta {
         v.push(format!(
@@ -567,10 +619,11 @@ fn render(d: &Diff, md: bool) -> String {
             s.path,
             s.run,
             s.hosts,
-            s.host
-                .as_ref()
-                .map(|h| format!(", compared host {h}"))
-                .unwrap_or_default(),
+            match (s.hosts_compared, &s.host) {
+                (1, Some(h)) => format!(", compared host {h}"),
+                (n, _) if n > 1 => format!(", {n} compared"),
+                _ => String::new(),
+            },
             if s.device.is_empty() {
                 "device unknown"
             } else {
@@ -661,9 +714,14 @@ fn render(d: &Diff, md: bool) -> String {
         }
         h(&mut o, &format!("{title} ({})", od.source));
         o.push_str(&format!(
-        "{}{} matched, {} added, {} removed, {} slower, {} faster, {} unchanged (a change is over {}% and {}); {} rows{}\n",
+        "{}{} matched{}, {} added, {} removed, {} slower, {} faster, {} unchanged (a change is over {}% and {}); {} rows{}\n",
         if md { "" } else { "  " },
         od.matched,
+        if od.by_fingerprint > 0 {
+            format!(" ({} by fingerprint)", od.by_fingerprint)
+        } else {
+            String::new()
+        },
         od.added,
         od.removed,
         od.slower,
@@ -692,10 +750,11 @@ fn render(d: &Diff, md: bool) -> String {
         for r in od.rows.iter().take(25) {
             // Kernel names run to kilobytes: the text cuts them (the JSON has them whole).
             let limit = if md { 100 } else { 60 };
-            let name = if r.name.chars().count() <= limit {
-                r.name.clone()
+            let label = r.label();
+            let name = if label.chars().count() <= limit {
+                label
             } else {
-                format!("{}…", r.name.chars().take(limit - 1).collect::<String>())
+                format!("{}…", label.chars().take(limit - 1).collect::<String>())
             };
             row(
                 &mut o,

@@ -1,15 +1,19 @@
 //! Ops of two runs matched by name.
 //!
 //! * **XSpace** (XLA): the device ops of the op metrics (or the XLA ops run on host threads of a
-//!   CPU profile), keyed by module and HLO op name with numeric suffixes removed on both
-//!   (`fusion.12` in `jit_step.3` is `jit_step/fusion`): the numbers differ between two
-//!   compilations of the same program, so ops with one base name are summed. Time is self time.
+//!   CPU profile), self time. The numbers in HLO names differ between two compilations of one
+//!   program, so an op is matched first by its structural fingerprint
+//!   ([`crate::base::fingerprint`]: module, opcode, shapes, attributes, fused computations) when
+//!   both runs have an op with it (`fusion.12` in BASE and `fusion.15` in NEW are one row), and
+//!   otherwise by module and HLO op name with numeric suffixes removed on both (`fusion.12` in
+//!   `jit_step.3` is `jit_step/fusion`; the unmatched ops of one base name are summed), so an
+//!   op whose shapes changed (a larger batch) is still compared with its namesakes.
 //! * **PyTorch** (Kineto): every event with a category, keyed by its exact name, counted with
 //!   its inclusive duration, by the rules of Holistic Trace Analysis's `TraceDiff`
 //!   ([`torch_ops`]); over the whole trace, or only its first profiler step as TraceDiff does.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::base::context::{Analysis, Run};
 
@@ -23,8 +27,20 @@ pub const OP_CHANGE_MIN_PS: i64 = 1_000_000;
 pub struct OpDiff {
     /// What the ops were matched by.
     pub key: String,
-    /// A name to show (the key, or one of the names summed into it).
+    /// A name to show (the key, or one of the names summed into it; BASE's when both have it).
     pub name: String,
+    /// NEW's name when NEW's ops of the row are not named as BASE's (matched by fingerprint):
+    /// the first of NEW's names that BASE does not have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
+    /// `fingerprint` (the same HLO structure on both sides) or `name`.
+    pub matched_by: &'static str,
+    /// Matched by fingerprint: the names of the ops of that structure on each side (several
+    /// when a program has the same op more than once, e.g. one per layer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub base_op_names: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub new_op_names: Vec<String>,
     /// Distinct op names summed into the key on each side.
     pub base_names: usize,
     pub new_names: usize,
@@ -38,12 +54,24 @@ pub struct OpDiff {
     pub change: String,
 }
 
+impl OpDiff {
+    /// The name to show: `fusion.12`, or `fusion.12 → fusion.15` when NEW names it otherwise.
+    pub fn label(&self) -> String {
+        match &self.new_name {
+            Some(n) => format!("{} → {n}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 /// Every matched op, largest absolute change first.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpsDiff {
     /// What the ops are (`XLA device ops`, `PyTorch events as HTA loads them`, ...).
     pub source: String,
     pub matched: usize,
+    /// Of the matched keys, those matched by fingerprint.
+    pub by_fingerprint: usize,
     pub added: usize,
     pub removed: usize,
     pub slower: usize,
@@ -61,6 +89,8 @@ pub struct OpSum {
     pub names: std::collections::BTreeSet<String>,
     pub count: u64,
     pub ps: i64,
+    /// Keyed by structural fingerprint (XLA ops present on both sides).
+    pub by_fingerprint: bool,
 }
 
 /// An HLO op or module name without its numeric suffix (`fusion.12` → `fusion`,
@@ -148,11 +178,28 @@ pub fn torch_ops(a: &Analysis, scope: OpsScope) -> Option<BTreeMap<String, OpSum
     Some(out)
 }
 
-/// The ops of one host, keyed, and what they are.
-pub fn host_ops(a: &Analysis, scope: OpsScope) -> (BTreeMap<String, OpSum>, &'static str) {
-    let mut out: BTreeMap<String, OpSum> = BTreeMap::new();
+/// One XLA op of one host, as the op metrics give it.
+#[derive(Debug, Clone)]
+struct XlaOp {
+    /// Module name without its numeric suffix.
+    module: String,
+    name: String,
+    /// Structural fingerprint ([`crate::base::fingerprint`]) when its HLO is in the profile.
+    fingerprint: Option<u64>,
+    count: u64,
+    ps: i64,
+}
+
+/// What one host's ops are for the diff.
+enum HostOps {
+    /// PyTorch events, keyed by name, and what they are.
+    Torch(BTreeMap<String, OpSum>, &'static str),
+    Xla(Vec<XlaOp>),
+}
+
+fn host_ops(a: &Analysis, scope: OpsScope) -> HostOps {
     if let Some(t) = torch_ops(a, scope) {
-        return (
+        return HostOps::Torch(
             t,
             match scope {
                 OpsScope::All => "PyTorch events by name, inclusive time (every step)",
@@ -162,31 +209,91 @@ pub fn host_ops(a: &Analysis, scope: OpsScope) -> (BTreeMap<String, OpSum>, &'st
             },
         );
     }
+    let fps = crate::base::fingerprint::Fingerprints::of(a.profile());
     let om = a.op_metrics();
-    for op in &om.ops {
-        let module = op
-            .module
-            .as_deref()
-            .map(super::normalize_module)
-            .unwrap_or_default();
-        let key = if module.is_empty() {
-            normalize_op(&op.name).to_string()
-        } else {
-            format!("{module}/{}", normalize_op(&op.name))
-        };
-        let s = out.entry(key.clone()).or_insert_with(|| OpSum {
-            name: key.clone(),
-            ..OpSum::default()
-        });
-        s.names.insert(op.name.clone());
-        s.count += op.occurrences;
-        s.ps = s.ps.saturating_add(op.self_time_ps);
-    }
-    (
-        out,
-        "XLA ops by module and HLO name (numeric suffixes removed), self time",
+    HostOps::Xla(
+        om.ops
+            .iter()
+            .map(|op| XlaOp {
+                module: op
+                    .module
+                    .as_deref()
+                    .map(super::normalize_module)
+                    .unwrap_or_default(),
+                name: op.name.clone(),
+                fingerprint: op.module.as_deref().and_then(|m| fps.get(m, &op.name)),
+                count: op.occurrences,
+                ps: op.self_time_ps,
+            })
+            .collect(),
     )
 }
+
+/// The key of an op matched by name: module and HLO name with numeric suffixes removed.
+fn name_key(op: &XlaOp) -> String {
+    if op.module.is_empty() {
+        normalize_op(&op.name).to_string()
+    } else {
+        format!("{}/{}", op.module, normalize_op(&op.name))
+    }
+}
+
+/// The key of an op matched by fingerprint.
+fn fingerprint_key(op: &XlaOp, fp: u64) -> String {
+    format!("{}#{fp:016x}", op.module)
+}
+
+fn add(map: &mut BTreeMap<String, OpSum>, key: String, op: &XlaOp, by_fingerprint: bool) {
+    let s = map.entry(key).or_insert_with(|| OpSum {
+        name: op.name.clone(),
+        by_fingerprint,
+        ..OpSum::default()
+    });
+    s.names.insert(op.name.clone());
+    s.count += op.count;
+    s.ps = s.ps.saturating_add(op.ps);
+}
+
+/// XLA ops of two hosts keyed for the diff: an op whose fingerprint (module and structure)
+/// occurs on both sides is keyed by it; every other op by its name key, so an op whose shape
+/// or attributes changed is still compared with its namesakes.
+fn key_xla(b: &[XlaOp], n: &[XlaOp]) -> (BTreeMap<String, OpSum>, BTreeMap<String, OpSum>) {
+    let fp_keys = |ops: &[XlaOp]| -> HashSet<String> {
+        ops.iter()
+            .filter_map(|o| o.fingerprint.map(|fp| fingerprint_key(o, fp)))
+            .collect()
+    };
+    let (kb, kn) = (fp_keys(b), fp_keys(n));
+    let keyed = |ops: &[XlaOp], other: &HashSet<String>| {
+        let mut m = BTreeMap::new();
+        for o in ops {
+            match o
+                .fingerprint
+                .map(|fp| fingerprint_key(o, fp))
+                .filter(|k| other.contains(k))
+            {
+                Some(k) => add(&mut m, k, o, true),
+                None => add(&mut m, name_key(o), o, false),
+            }
+        }
+        m
+    };
+    (keyed(b, &kn), keyed(n, &kb))
+}
+
+/// Name keys only (when the other side is a PyTorch trace).
+fn by_name(ops: &[XlaOp]) -> BTreeMap<String, OpSum> {
+    let mut m = BTreeMap::new();
+    for o in ops {
+        add(&mut m, name_key(o), o, false);
+    }
+    m
+}
+
+/// What XLA ops are matched by.
+pub const XLA_SOURCE: &str = "XLA ops, self time: matched by structural fingerprint (module, \
+     opcode, shapes, attributes, fused computations) where both runs have the op, else by module \
+     and HLO name with numeric suffixes removed";
 
 /// Classifies one key's change.
 pub fn change(base: Option<&OpSum>, new: Option<&OpSum>) -> &'static str {
@@ -207,20 +314,71 @@ pub fn change(base: Option<&OpSum>, new: Option<&OpSum>) -> &'static str {
     }
 }
 
-/// Matches the ops of host `ib` of `base` with those of host `inew` of `new`.
-pub fn diff(base: &Run, ib: usize, new: &Run, inew: usize, scope: OpsScope) -> OpsDiff {
-    let ops_of = |run: &Run, i: usize| match run.hosts.get(i).map(|h| &h.analysis) {
-        Some(Ok(a)) => host_ops(a, scope),
-        _ => (BTreeMap::new(), ""),
-    };
-    let (b, sb) = ops_of(base, ib);
-    let (n, sn) = ops_of(new, inew);
-    let source = if sb == sn || sn.is_empty() {
-        sb.to_string()
-    } else if sb.is_empty() {
-        sn.to_string()
-    } else {
-        format!("BASE: {sb}; NEW: {sn}")
+/// Sums keyed ops into `into`.
+fn merge(into: &mut BTreeMap<String, OpSum>, from: BTreeMap<String, OpSum>) {
+    for (k, v) in from {
+        let s = into.entry(k).or_insert_with(|| OpSum {
+            name: v.name.clone(),
+            by_fingerprint: v.by_fingerprint,
+            ..OpSum::default()
+        });
+        s.names.extend(v.names);
+        s.count += v.count;
+        s.ps = s.ps.saturating_add(v.ps);
+    }
+}
+
+/// The ops of the hosts `hosts` of `run`, summed (a host of another format than the first
+/// readable one is left out: one run is one format).
+fn run_ops(run: &Run, hosts: &[usize], scope: OpsScope) -> Option<HostOps> {
+    let mut acc: Option<HostOps> = None;
+    for &i in hosts {
+        let Some(Ok(a)) = run.hosts.get(i).map(|h| &h.analysis) else {
+            continue;
+        };
+        acc = Some(match (acc, host_ops(a, scope)) {
+            (None, o) => o,
+            (Some(HostOps::Xla(mut v)), HostOps::Xla(w)) => {
+                v.extend(w);
+                HostOps::Xla(v)
+            }
+            (Some(HostOps::Torch(mut m, s)), HostOps::Torch(w, _)) => {
+                merge(&mut m, w);
+                HostOps::Torch(m, s)
+            }
+            (Some(x), _) => x,
+        });
+    }
+    acc
+}
+
+/// Matches the ops of the hosts `ib` of `base` with those of the hosts `inew` of `new`, each
+/// side's ops summed over its hosts.
+pub fn diff(base: &Run, ib: &[usize], new: &Run, inew: &[usize], scope: OpsScope) -> OpsDiff {
+    let (b, n, source) = match (run_ops(base, ib, scope), run_ops(new, inew, scope)) {
+        (Some(HostOps::Xla(b)), Some(HostOps::Xla(n))) => {
+            let (b, n) = key_xla(&b, &n);
+            (b, n, XLA_SOURCE.to_string())
+        }
+        (b, n) => {
+            let named = |o: Option<HostOps>| match o {
+                Some(HostOps::Torch(m, s)) => (m, s),
+                Some(HostOps::Xla(ops)) => (
+                    by_name(&ops),
+                    "XLA ops by module and HLO name (numeric suffixes removed), self time",
+                ),
+                None => (BTreeMap::new(), ""),
+            };
+            let ((b, sb), (n, sn)) = (named(b), named(n));
+            let source = if sb == sn || sn.is_empty() {
+                sb.to_string()
+            } else if sb.is_empty() {
+                sn.to_string()
+            } else {
+                format!("BASE: {sb}; NEW: {sn}")
+            };
+            (b, n, source)
+        }
     };
     diff_maps(&b, &n, source)
 }
@@ -240,17 +398,28 @@ pub fn framework_ops(a: &Analysis) -> BTreeMap<String, OpSum> {
     out
 }
 
-/// Matches the host framework ops of host `ib` of `base` with those of host `inew` of `new`.
-pub fn framework_diff(base: &Run, ib: usize, new: &Run, inew: usize) -> OpsDiff {
-    let of = |run: &Run, i: usize| match run.hosts.get(i).map(|h| &h.analysis) {
-        Some(Ok(a)) => framework_ops(a),
-        _ => BTreeMap::new(),
+/// Matches the host framework ops of the hosts `ib` of `base` with those of the hosts `inew`
+/// of `new`, each side's summed over its hosts.
+pub fn framework_diff(base: &Run, ib: &[usize], new: &Run, inew: &[usize]) -> OpsDiff {
+    let of = |run: &Run, hosts: &[usize]| {
+        let mut m = BTreeMap::new();
+        for &i in hosts {
+            if let Some(Ok(a)) = run.hosts.get(i).map(|h| &h.analysis) {
+                merge(&mut m, framework_ops(a));
+            }
+        }
+        m
     };
     diff_maps(
         &of(base, ib),
         &of(new, inew),
         "host framework ops by name, self time".to_string(),
     )
+}
+
+/// The first of the names summed into a key (the key's own name when there are none).
+fn first_name(s: &OpSum) -> String {
+    s.names.iter().next().unwrap_or(&s.name).clone()
 }
 
 /// Two keyed op tables side by side.
@@ -266,9 +435,25 @@ pub fn diff_maps(
             let (x, y) = (b.get(k), n.get(k));
             let (bp, np) = (x.map_or(0, |s| s.ps), y.map_or(0, |s| s.ps));
             let d = np.saturating_sub(bp);
+            let by_fp = x.or(y).is_some_and(|s| s.by_fingerprint);
+            let fp_names = |s: Option<&OpSum>| -> Vec<String> {
+                s.filter(|_| by_fp)
+                    .map(|s| s.names.iter().cloned().collect())
+                    .unwrap_or_default()
+            };
             OpDiff {
                 key: k.clone(),
-                name: x.or(y).map_or_else(|| k.clone(), |s| s.name.clone()),
+                name: x.or(y).map_or_else(|| k.clone(), first_name),
+                new_name: x.zip(y).filter(|(x, y)| x.names != y.names).map(|(x, y)| {
+                    y.names
+                        .iter()
+                        .find(|n| !x.names.contains(*n))
+                        .cloned()
+                        .unwrap_or_else(|| first_name(y))
+                }),
+                matched_by: if by_fp { "fingerprint" } else { "name" },
+                base_op_names: fp_names(x),
+                new_op_names: fp_names(y),
                 base_names: x.map_or(0, |s| s.names.len().max(1)),
                 new_names: y.map_or(0, |s| s.names.len().max(1)),
                 base_count: x.map_or(0, |s| s.count),
@@ -293,6 +478,10 @@ pub fn diff_maps(
         matched: rows
             .iter()
             .filter(|r| r.base_count > 0 && r.new_count > 0)
+            .count(),
+        by_fingerprint: rows
+            .iter()
+            .filter(|r| r.matched_by == "fingerprint")
             .count(),
         added: count("added"),
         removed: count("removed"),

@@ -53,7 +53,7 @@ pub fn panel(d: &Diff, tool: &str) -> Markup {
         .num("Delta", |c| Cell::num(c.delta_ps, signed_ps(c.delta_ps)))
         .num("%", |c| pct(c.base_ps as f64, c.new_ps as f64));
     let ops = Table::new("sortable diff-table")
-        .col("Op", |o: &&OpDiff| Cell::name(&o.name))
+        .col("Op", |o: &&OpDiff| Cell::name(o.label()))
         .num("BASE time", |o| {
             absent_or(o.base_count, Cell::time(o.base_ps))
         })
@@ -126,7 +126,9 @@ pub fn panel(d: &Diff, tool: &str) -> Markup {
                 @let od = if tool == "framework_op_stats" && !d.framework_ops.rows.is_empty() { &d.framework_ops } else { &d.ops };
                 h3 { "Ops (" (od.source) ")" }
                 p class="dim" {
-                    (od.matched) " matched, " (od.added) " added, " (od.removed) " removed, "
+                    (od.matched) " matched"
+                    @if od.by_fingerprint > 0 { " (" (od.by_fingerprint) " by fingerprint)" }
+                    ", " (od.added) " added, " (od.removed) " removed, "
                     (od.slower) " slower, " (od.faster) " faster, " (od.unchanged) " unchanged"
                     @if od.rows.len() > MAX_OP_ROWS {
                         "; the " (MAX_OP_ROWS) " largest changes of " (od.rows.len()) " shown (all in the JSON)"
