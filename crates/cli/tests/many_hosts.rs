@@ -352,7 +352,87 @@ fn sessions_of_one_capture_are_one_run() {
             );
         }
     }
+    // The server offers the two sessions as one run, first (the newest capture), and the other
+    // capture on its own; the run's tools see its 4 hosts.
+    let server = Server::start(&logdir);
+    let listed: Value = serde_json::from_str(&server.get("/api/runs")).unwrap();
+    let listed = listed.as_array().unwrap();
+    let names: Vec<&str> = listed.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let group = &listed[0];
+    let mut members: Vec<&str> = group["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    members.sort_unstable();
+    assert_eq!(members, ["worker_a", "worker_b"]);
+    assert_eq!(group["matched"], v["matched"]);
+    assert_eq!(group["hosts"].as_array().unwrap().len(), 4);
+    assert!(names.contains(&"older") && names.contains(&"worker_a"));
+    assert!(listed[1..].iter().all(|r| r.get("sessions").is_none()));
+    let run = group["name"].as_str().unwrap();
+    let q = run.replace(' ', "%20").replace('+', "%2B");
+    let ov: Value =
+        serde_json::from_str(&server.get(&format!("/api/tool/overview_page?run={q}"))).unwrap();
+    assert_eq!(ov["host_count"], 4, "{}", ov["host_count"]);
+    assert_eq!(ov["all_hosts"]["hosts"].as_array().unwrap().len(), 4);
+    let page = server.get(&format!("/?run={q}&tool=overview_page"));
+    assert!(page.contains("One run of 2 sessions written by different hosts"));
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `xlens serve LOGDIR` on a free loopback port, stopped when dropped.
+struct Server(std::process::Child, u16);
+
+impl Server {
+    fn start(logdir: &std::path::Path) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_xlens"))
+            .arg("serve")
+            .arg(logdir)
+            .args(["--bind", &format!("127.0.0.1:{port}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = Server(child, port);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("xlens serve did not listen on {port}");
+    }
+
+    /// The body of a GET (HTTP/1.0: the server closes the connection after it).
+    fn get(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", self.1)).unwrap();
+        write!(c, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut r = String::new();
+        c.read_to_string(&mut r).unwrap();
+        let (head, body) = r.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+            "{path}: {head}"
+        );
+        body.to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `xlens sql QUERY PATH --format json`; `None` when this binary was built without SQL (then
@@ -473,5 +553,80 @@ fn sql_over_the_summaries_agrees_with_the_tools() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let q = "SELECT host, sum(duration_ps) AS t FROM steps GROUP BY host ORDER BY host";
     assert_eq!(sql(q, &out, &cache), sql(q, &session, &cache));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `xlens diff` over every host of a run: the JAX fixture (BASE, one host) against four copies
+/// of it (NEW) of which host002 is stretched 1.25x and the others not at all. A synchronous
+/// step waits for its slowest host, so each NEW step is host002's, 1.25x BASE's; the ops are
+/// summed over the hosts: 4x the occurrences and (3 + 1.25)x the time of each op, every op
+/// matched by fingerprint (the same HLO on every copy).
+#[test]
+fn diff_covers_every_host_of_a_run() {
+    let (dir, session, _truth) = generate(
+        "diff4",
+        &[
+            "--hosts",
+            "4",
+            "--seed",
+            "5",
+            "--jitter-pct",
+            "0",
+            "--slow",
+            "2:1.25",
+        ],
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let base = root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb");
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["diff", "--json"])
+        .arg(&base)
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code() == Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["base"]["hosts_compared"], 1);
+    assert_eq!(d["new"]["hosts_compared"], 4);
+    let st = &d["step_time"];
+    assert_eq!(st["base"]["count"], st["new"]["count"]);
+    let ratio = |k: &str| st["new"][k].as_f64().unwrap() / st["base"][k].as_f64().unwrap();
+    for k in ["mean_ps", "median_ps", "p90_ps", "min_ps", "max_ps"] {
+        assert!((ratio(k) - 1.25).abs() < 1e-6, "{k}: {}", ratio(k));
+    }
+    assert!(st["new"]["steps_from"]
+        .as_str()
+        .unwrap()
+        .contains("slowest of 4 hosts"));
+    let ops = &d["ops"];
+    assert_eq!(ops["added"], 0);
+    assert_eq!(ops["removed"], 0);
+    let rows = ops["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    assert_eq!(ops["by_fingerprint"], rows.len());
+    for r in rows {
+        assert_eq!(r["matched_by"], "fingerprint", "{r}");
+        assert_eq!(
+            r["new_count"].as_u64().unwrap(),
+            4 * r["base_count"].as_u64().unwrap(),
+            "{r}"
+        );
+        let (b, n) = (
+            r["base_ps"].as_f64().unwrap(),
+            r["new_ps"].as_f64().unwrap(),
+        );
+        // Each copy's stretched durations are rounded to the nanosecond, per event.
+        let tolerance = 4.0 * 1000.0 * r["new_count"].as_f64().unwrap();
+        assert!((n - 4.25 * b).abs() <= tolerance, "{r}");
+    }
+    assert!(d["verdict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().contains("BASE covers 1 host(s), NEW 4")));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,8 @@
 //!
 //! Routes (GET unless marked POST):
 //! * `/` — the HTML shell; `?run=R&tool=T&host=H` selects what it shows (deep-linkable).
-//! * `/api/runs` — sessions, newest first, with their hosts and tools.
+//! * `/api/runs` — sessions, newest first, with their hosts and tools; sessions of one capture
+//!   written by several hosts also as one run `A + B` ahead of them (`runs`).
 //! * `/api/tools` — every tool xlens has.
 //! * `/api/tool/{tool}?run=R[&host=H][&format=csv|text]` — one tool's output (JSON by default).
 //! * `/capture`, `POST /api/capture`, `/api/capture/{id}` — capture from running jobs' profiler
@@ -19,6 +20,7 @@ pub mod access;
 pub mod cache;
 mod capture_api;
 pub mod export;
+pub mod runs;
 mod trace_api;
 mod views;
 
@@ -47,6 +49,8 @@ pub struct AppState {
     /// A bucket's last listing and when it was made: listing a bucket costs round trips, so
     /// requests within [`listing_ttl`] share one (new sessions still show up after it).
     listing: std::sync::Mutex<Option<(std::time::Instant, Vec<Session>)>>,
+    /// Sessions offered as one run ([`runs`]), and the candidates they were found among.
+    groups: std::sync::Mutex<Option<(String, Vec<runs::Grouped>)>>,
     pub limits: Limits,
     /// Token and capture policy ([`access`]).
     pub access: Access,
@@ -139,6 +143,7 @@ impl AppState {
             label: label.into(),
             cache: ProfileCache::with_budget(limits.memory_budget),
             listing: Default::default(),
+            groups: Default::default(),
             limits,
             access,
         })
@@ -237,6 +242,22 @@ struct RunInfo {
     modified_s: u64,
     hosts: Vec<xlens_store::HostFile>,
     tools: Vec<&'static str>,
+    /// A run of several sessions ([`runs`]): its sessions and how they were matched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sessions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matched: Option<String>,
+}
+
+/// The group `run` names, when it is a run of several sessions.
+fn group_of(state: &Shared, run: Option<&str>) -> Option<runs::Grouped> {
+    let run = run?;
+    let g = state.groups.lock().ok()?;
+    g.as_ref()?
+        .1
+        .iter()
+        .find(|g| g.session.name == run)
+        .cloned()
 }
 
 fn error_json(status: StatusCode, msg: impl Into<String>) -> Response {
@@ -336,6 +357,7 @@ async fn discover(state: &Shared) -> Result<Vec<Session>, String> {
         tokio::task::spawn_blocking(move || xlens_store::discover(&dir).map_err(|e| e.to_string()))
             .await
             .map_err(|e| format!("internal error while listing runs: {e}"))??;
+    let sessions = with_groups(state, sessions, remote).await;
     if remote {
         if let Ok(mut g) = state.listing.lock() {
             *g = Some((std::time::Instant::now(), sessions.clone()));
@@ -344,17 +366,55 @@ async fn discover(state: &Shared) -> Result<Vec<Session>, String> {
     Ok(sessions)
 }
 
+/// `sessions` with the sessions of one capture also offered as one run ([`runs`]). In a
+/// bucket, only once every candidate's files are downloaded (their windows are read from the
+/// profiles); until then the sessions are listed on their own.
+async fn with_groups(state: &Shared, sessions: Vec<Session>, remote: bool) -> Vec<Session> {
+    let key = runs::candidates_key(&sessions);
+    if key.is_empty() {
+        return sessions;
+    }
+    if let Ok(g) = state.groups.lock() {
+        if let Some((k, groups)) = g.as_ref() {
+            if *k == key {
+                return runs::with_groups(sessions, groups);
+            }
+        }
+    }
+    if remote
+        && runs::candidate_files(&sessions)
+            .iter()
+            .any(|h| !state.cache.is_loaded(h))
+    {
+        return sessions;
+    }
+    let st = state.clone();
+    let listed = sessions.clone();
+    let groups = tokio::task::spawn_blocking(move || runs::groups(&st.cache, &listed))
+        .await
+        .unwrap_or_default();
+    if let Ok(mut g) = state.groups.lock() {
+        *g = Some((key, groups.clone()));
+    }
+    runs::with_groups(sessions, &groups)
+}
+
 async fn api_runs(State(state): State<Shared>) -> Response {
     match discover(&state).await {
         Ok(sessions) => Json(
             sessions
                 .into_iter()
-                .map(|s| RunInfo {
-                    tools: tools::tools_for(&s).iter().map(|t| t.name).collect(),
-                    name: s.name,
-                    dir: s.dir.display().to_string(),
-                    modified_s: s.modified_s,
-                    hosts: s.hosts,
+                .map(|s| {
+                    let g = group_of(&state, Some(&s.name));
+                    RunInfo {
+                        tools: tools::tools_for(&s).iter().map(|t| t.name).collect(),
+                        sessions: g.as_ref().map(|g| g.members.clone()).unwrap_or_default(),
+                        matched: g.map(|g| g.matched),
+                        name: s.name,
+                        dir: s.dir.display().to_string(),
+                        modified_s: s.modified_s,
+                        hosts: s.hosts,
+                    }
                 })
                 .collect::<Vec<_>>(),
         )
@@ -650,6 +710,17 @@ async fn page(
                 _ => body,
             }
         }
+    };
+    // A run made of several sessions says so, and how they were matched.
+    let body = match group_of(&state, run.as_deref()) {
+        Some(g) => maud::html! {
+            p class="dim run-group" {
+                "One run of " (g.members.len()) " sessions written by different hosts: "
+                (g.members.join(", ")) " (" (g.matched) ")."
+            }
+            (body)
+        },
+        None => body,
     };
     let current = sessions.iter().find(|s| Some(&s.name) == run.as_ref());
     let html = views::page::shell(
