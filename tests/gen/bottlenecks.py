@@ -60,6 +60,12 @@ collective_bound
     threads, where it moves the data and waits for the other devices at its rendezvous, while
     the arithmetic around it is one multiply-add per element: the step is communication.
 
+idle
+    Every step waits --idle_sleep_ms (default 30) in a plain time.sleep, in no annotation of its
+    own (a stand-in for waiting on something the profile does not show: a lock, another process,
+    a barrier outside JAX), then runs one tiny jitted op: neither the ops nor the host's traced
+    work fill the step.
+
 Regenerate (from the repository root; takes well under a minute, JAX 0.10.2 CPU, xprof 2.24.2):
 
   JAX_PLATFORMS=cpu .ci-venv/bin/python tests/gen/bottlenecks.py \\
@@ -85,7 +91,7 @@ import sys
 import time
 
 SCENARIOS = ('input_bound', 'host_bound', 'compute_bound', 'compute_bound_sync',
-             'collective_bound')
+             'collective_bound', 'idle')
 
 
 def build_args(argv=None):
@@ -105,6 +111,8 @@ def build_args(argv=None):
                  help='collective_bound: CPU devices (XLA host platform device count)')
   p.add_argument('--elems', type=int, default=1 << 22,
                  help='collective_bound: float32 elements all-reduced per device per step')
+  p.add_argument('--idle_sleep_ms', type=float, default=30.0,
+                 help='idle: untraced wait per step')
   p.add_argument('--host_tracer_level', type=int, default=2)
   p.add_argument('--seed', type=int, default=0)
   return p.parse_args(argv)
@@ -233,6 +241,18 @@ def scenario_collective_bound(a, jax, jnp, np):
   return step
 
 
+def scenario_idle(a, jax, jnp, np):
+  tiny = jax.jit(lambda x: x * 2.0 + 1.0)
+  x0 = jax.device_put(np.ones((8, 8), dtype=np.float32))
+
+  def step(i):
+    with jax.profiler.StepTraceAnnotation('train', step_num=i):
+      time.sleep(a.idle_sleep_ms / 1000.0)  # untraced wait
+      return float(tiny(x0)[0, 0])  # host sync: ends the step
+
+  return step
+
+
 def run_scenario(a, name):
   if name == 'collective_bound':
     # Several CPU devices in one process, so XLA runs real all-reduces between them. Read when
@@ -250,7 +270,8 @@ def run_scenario(a, name):
   step = {'input_bound': scenario_input_bound, 'host_bound': scenario_host_bound,
           'compute_bound': scenario_compute_bound,
           'compute_bound_sync': scenario_compute_bound,
-          'collective_bound': scenario_collective_bound}[name](a, jax, jnp, np)
+          'collective_bound': scenario_collective_bound,
+          'idle': scenario_idle}[name](a, jax, jnp, np)
   for i in range(a.warmup):
     step(-1 - i)
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{analysis, root};
 use xlens_analysis::base::advice::{
-    advise, Advice, Bottleneck, BUSY_PCT, COLLECTIVE_PCT, INPUT_PCT,
+    advise, Advice, Bottleneck, BUSY_PCT, COLLECTIVE_PCT, IDLE_PCT, INPUT_PCT,
 };
 
 fn advice_of(rel: &str) -> Advice {
@@ -131,10 +131,23 @@ fn collective_bound_by_construction() {
         "host_bound",
         "compute_bound",
         "compute_bound_sync",
+        "idle",
     ] {
         let b = advice_of(&format!(
             "fixtures/logdir_bottlenecks/plugins/profile/{run}"
         ));
         assert_eq!(figure(&b, "exposed_collective_pct"), 0.0, "{run}");
     }
+}
+
+#[test]
+fn idle_by_construction() {
+    // Each step sleeps 30 ms in no annotation, then runs one tiny jitted op: XProf's input
+    // analysis calls it "potentially input-bound" (98.2% All others); nothing is busy.
+    let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/idle");
+    assert_eq!(a.bottleneck, Bottleneck::Idle, "{}", a.summary);
+    assert!(figure(&a, "device_busy_pct") < IDLE_PCT);
+    assert!(figure(&a, "host_compute_pct") < IDLE_PCT);
+    assert!(figure(&a, "input_pct") < INPUT_PCT);
+    assert_eq!(a.tool, "trace_viewer");
 }
