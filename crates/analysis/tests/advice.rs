@@ -151,3 +151,41 @@ fn idle_by_construction() {
     assert!(figure(&a, "input_pct") < INPUT_PCT);
     assert_eq!(a.tool, "trace_viewer");
 }
+
+#[test]
+fn a_run_of_hosts_gets_the_verdict_most_of_them_have() {
+    // One session of three hosts made of the purpose-made profiles: two input-bound, one idle.
+    let dir = std::env::temp_dir().join(format!("xlens-run-advice-{}", std::process::id()));
+    let session = dir.join("plugins/profile/mixed");
+    std::fs::create_dir_all(&session).unwrap();
+    for (host, from) in [
+        ("worker0", "input_bound"),
+        ("worker1", "idle"),
+        ("worker2", "input_bound"),
+    ] {
+        std::fs::copy(
+            root().join(format!(
+                "fixtures/logdir_bottlenecks/plugins/profile/{from}/vm.xplane.pb.gz"
+            )),
+            session.join(format!("{host}.xplane.pb.gz")),
+        )
+        .unwrap();
+    }
+    let run = common::open_run(xlens_store::discover(&session).unwrap());
+    let o = xlens_analysis::tools::overview::overview(&run);
+    let r = o.run_advice.expect("run advice");
+    assert_eq!(r.bottleneck, Bottleneck::InputBound);
+    assert_eq!((r.agreeing, r.hosts), (2, 3));
+    assert_eq!(
+        r.verdicts[1],
+        (Bottleneck::Idle, vec!["worker1".to_string()])
+    );
+    assert_eq!(
+        r.summary,
+        "input-bound on 2 of 3 hosts; idle on 1 host (worker1)"
+    );
+    // The report says the same.
+    let rep = xlens_analysis::tools::report::report(&run);
+    assert_eq!(rep.run_advice.unwrap().summary, r.summary);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,6 +98,84 @@ pub struct Advice {
     pub step_ranges: Vec<StepRange>,
 }
 
+/// The verdict of a run of several hosts: the bottleneck most of its hosts have (on a tie, the
+/// one the rules try first), and every verdict with its hosts, so a host that differs is named.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunAdvice {
+    pub bottleneck: Bottleneck,
+    /// Hosts with that verdict, of `hosts` with advice.
+    pub agreeing: usize,
+    pub hosts: usize,
+    /// Each verdict found, with its hosts, most hosts first.
+    pub verdicts: Vec<(Bottleneck, Vec<String>)>,
+    pub summary: String,
+}
+
+/// The run's verdict from its hosts' (host name, advice); `None` with fewer than two hosts
+/// with advice (then the host's own advice is the run's).
+pub fn run_advice<'a>(hosts: impl IntoIterator<Item = (&'a str, &'a Advice)>) -> Option<RunAdvice> {
+    let order = |b: Bottleneck| {
+        [
+            Bottleneck::InputBound,
+            Bottleneck::CollectiveBound,
+            Bottleneck::HostBound,
+            Bottleneck::Idle,
+            Bottleneck::MemoryBandwidthBound,
+            Bottleneck::ComputeBound,
+        ]
+        .iter()
+        .position(|&x| x == b)
+        .unwrap_or(usize::MAX)
+    };
+    let mut verdicts: Vec<(Bottleneck, Vec<String>)> = Vec::new();
+    let mut n = 0;
+    for (host, a) in hosts {
+        n += 1;
+        match verdicts.iter_mut().find(|(b, _)| *b == a.bottleneck) {
+            Some((_, v)) => v.push(host.to_string()),
+            None => verdicts.push((a.bottleneck, vec![host.to_string()])),
+        }
+    }
+    if n < 2 {
+        return None;
+    }
+    verdicts.sort_by_key(|(b, v)| (std::cmp::Reverse(v.len()), order(*b)));
+    let (bottleneck, agreeing) = (verdicts[0].0, verdicts[0].1.len());
+    let others: Vec<String> = verdicts[1..]
+        .iter()
+        .map(|(b, v)| {
+            let shown: Vec<&str> = v.iter().take(5).map(String::as_str).collect();
+            format!(
+                "{} on {} ({}{})",
+                b.as_str(),
+                if v.len() == 1 {
+                    "1 host".to_string()
+                } else {
+                    format!("{} hosts", v.len())
+                },
+                shown.join(", "),
+                if v.len() > 5 { ", …" } else { "" }
+            )
+        })
+        .collect();
+    let summary = if others.is_empty() {
+        format!("{} on all {n} hosts", bottleneck.as_str())
+    } else {
+        format!(
+            "{} on {agreeing} of {n} hosts; {}",
+            bottleneck.as_str(),
+            others.join("; ")
+        )
+    };
+    Some(RunAdvice {
+        bottleneck,
+        agreeing,
+        hosts: n,
+        verdicts,
+        summary,
+    })
+}
+
 /// Consecutive steps with one verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepRange {

@@ -53,8 +53,11 @@ pub struct Side {
     pub device: String,
     /// Host files that could not be read.
     pub errors: Vec<String>,
-    /// What bounds the compared host's steps.
+    /// What bounds the first compared host's steps.
     pub advice: Option<crate::base::advice::Advice>,
+    /// With several hosts: the run's verdict over them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_advice: Option<crate::base::advice::RunAdvice>,
 }
 
 /// Step-time figures of one side.
@@ -307,18 +310,19 @@ fn run_steps(o: &crate::tools::overview::Overview, idx: &[usize]) -> (Vec<i64>, 
 fn side(
     path: &str,
     run: &Run,
+    o: &crate::tools::overview::Overview,
     host: Option<&HostOverview>,
     compared: usize,
-    device: String,
 ) -> Side {
     Side {
         advice: host.and_then(|h| h.advice.clone()),
+        run_advice: o.run_advice.clone(),
         path: path.to_string(),
         run: run.name().to_string(),
         hosts: run.hosts.len(),
         hosts_compared: compared,
         host: host.map(|h| h.host.clone()),
-        device,
+        device: o.device_type.clone(),
         errors: run
             .hosts
             .iter()
@@ -443,10 +447,9 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
     };
     let peak_memory = Delta::of(peak(&mb, &ab), peak(&mn, &an));
 
-    let device = |o: &crate::tools::overview::Overview| o.device_type.clone();
     let mut d = Diff {
-        base: side(base_path, base, hb, ib.len(), device(&ob)),
-        new: side(new_path, new, hn, inew.len(), device(&on)),
+        base: side(base_path, base, &ob, hb, ib.len()),
+        new: side(new_path, new, &on, hn, inew.len()),
         step_time,
         breakdown,
         duty_cycle_percent: duty,
@@ -531,6 +534,17 @@ fn verdict_lines(d: &Diff) -> Vec<String> {
             d.ops.slower,
             d.ops.faster,
             parts.join(", ")
+        ));
+    }
+    if d.base.run_advice.is_some() || d.new.run_advice.is_some() {
+        let s = |r: &Option<crate::base::advice::RunAdvice>| {
+            r.as_ref()
+                .map_or("one host".to_string(), |r| r.summary.clone())
+        };
+        v.push(format!(
+            "runs: BASE {}; NEW {}",
+            s(&d.base.run_advice),
+            s(&d.new.run_advice)
         ));
     }
     match (&d.base.advice, &d.new.advice) {

@@ -138,6 +138,9 @@ pub struct Overview {
     /// step matrices, stragglers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_hosts: Option<crate::base::hosts::AllHosts>,
+    /// With two hosts or more with advice: the run's verdict over its hosts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_advice: Option<crate::base::advice::RunAdvice>,
 }
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -400,7 +403,13 @@ pub fn overview(run: &Run) -> Overview {
             .collect(),
         CATEGORIES,
     );
+    let run_advice = crate::base::advice::run_advice(
+        hosts
+            .iter()
+            .filter_map(|h| h.advice.as_ref().map(|a| (h.host.as_str(), a))),
+    );
     Overview {
+        run_advice,
         run: run.name().to_string(),
         host_count: hosts.len(),
         device_type: first
@@ -431,6 +440,9 @@ pub fn render_text(o: &Overview) -> String {
         "run {}: {} host(s), device {}, {} device(s) participated\n",
         o.run, o.host_count, o.device_type, o.devices_participated
     );
+    if let Some(r) = &o.run_advice {
+        t.push_str(&format!("run advice: {}\n", r.summary));
+    }
     for h in &o.hosts {
         if let Some(e) = &h.error {
             t.push_str(&format!("host {}: error: {e}\n", h.host));

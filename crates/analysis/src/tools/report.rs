@@ -20,6 +20,9 @@ pub struct Report {
     /// no host in two), and how they were matched; absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<crate::base::summary::SessionGroup>,
+    /// With two hosts or more with advice: the verdict over all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_advice: Option<crate::base::advice::RunAdvice>,
     pub sessions: Vec<SessionReport>,
 }
 
@@ -183,7 +186,7 @@ pub fn report(run: &Run) -> Report {
             span_ps: p.span(),
         })
     });
-    Report {
+    let mut r = Report {
         runs: crate::base::summary::group_windows(windows)
             .into_iter()
             .filter(|g| g.sessions.len() > 1)
@@ -207,7 +210,15 @@ pub fn report(run: &Run) -> Report {
                     .collect(),
             })
             .collect(),
-    }
+        run_advice: None,
+    };
+    r.run_advice = crate::base::advice::run_advice(
+        r.sessions
+            .iter()
+            .flat_map(|s| &s.hosts)
+            .filter_map(|h| h.advice.as_ref().map(|a| (h.host.as_str(), a))),
+    );
+    r
 }
 
 /// The top ops of every host as CSV.
@@ -240,6 +251,9 @@ pub fn render_text(r: &Report) -> String {
     let mut o = String::new();
     for g in &r.runs {
         let _ = writeln!(o, "run: {}", g.matched);
+    }
+    if let Some(a) = &r.run_advice {
+        let _ = writeln!(o, "run advice: {}", a.summary);
     }
     for s in &r.sessions {
         let _ = writeln!(o, "session {}  ({})", s.name, s.dir);

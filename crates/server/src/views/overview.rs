@@ -23,6 +23,12 @@ pub fn view(v: &Overview, cx: &Cx) -> Markup {
     html! {
         h1 { "Overview: run " (v.run) }
         p { (v.host_count) " host(s); device " (v.device_type) "; " (v.devices_participated) " device(s) participated." }
+        @if let Some(r) = &v.run_advice {
+            p class="advice run-advice" {
+                "Run advice: " b { (r.bottleneck.as_str()) } " on " (r.agreeing) " of " (r.hosts) " hosts. "
+                span class="dim" { (r.summary) }
+            }
+        }
         @if let Some(a) = &v.all_hosts { (all_hosts(a, cx)) }
         @for h in &v.hosts { (host(h, v.categories, cx)) }
         script type="module" src="/static/stepchart.js" {}
