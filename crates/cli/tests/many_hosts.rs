@@ -288,7 +288,10 @@ fn sessions_of_one_capture_are_one_run() {
     let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
     let logdir = dir.join("logdir");
     let profile = logdir.join("plugins/profile");
-    for (s, hosts) in [("worker_a", [0, 1]), ("worker_b", [2, 3])] {
+    // Named as the profilers name sessions: by capture time (UTC), each worker's a few seconds
+    // apart.
+    let (wa, wb) = ("2026_12_01_10_00_00", "2026_12_01_10_00_03");
+    for (s, hosts) in [(wa, [0, 1]), (wb, [2, 3])] {
         std::fs::create_dir_all(profile.join(s)).unwrap();
         for h in hosts {
             let f = format!("host{h:03}.xplane.pb");
@@ -298,14 +301,15 @@ fn sessions_of_one_capture_are_one_run() {
     // Another capture (of another time; the generated hosts are shifted copies of the MLP
     // profile, so not that one).
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::fs::create_dir_all(profile.join("older")).unwrap();
+    let older = "2026_11_28_09_00_00";
+    std::fs::create_dir_all(profile.join(older)).unwrap();
     std::fs::copy(
         root.join("fixtures/logdir/plugins/profile/jax_tfm_small/vm.xplane.pb.gz"),
-        profile.join("older/vm.xplane.pb.gz"),
+        profile.join(older).join("vm.xplane.pb.gz"),
     )
     .unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["hosts", "--json", "--no-cache", "--run", "worker_b"])
+        .args(["hosts", "--json", "--no-cache", "--run", wb])
         .arg(&logdir)
         .output()
         .unwrap();
@@ -319,11 +323,11 @@ fn sessions_of_one_capture_are_one_run() {
         .map(|s| s.as_str().unwrap())
         .collect();
     sessions.sort_unstable();
-    assert_eq!(sessions, ["worker_a", "worker_b"]);
+    assert_eq!(sessions, [wa, wb]);
     assert_eq!(v["hosts_read"], 4);
     let m = v["matched"].as_str().unwrap();
     assert!(m.contains("are one run of 4 host(s)"), "{m}");
-    assert!(log.contains("not in it") && log.contains("older"), "{log}");
+    assert!(log.contains("not in it") && log.contains(older), "{log}");
     // Host names are unique across the two sessions: plain names, and the clocks put back as
     // the generator shifted them.
     let clocks = v["clocks"].as_array().unwrap();
@@ -367,10 +371,14 @@ fn sessions_of_one_capture_are_one_run() {
         .map(|s| s.as_str().unwrap())
         .collect();
     members.sort_unstable();
-    assert_eq!(members, ["worker_a", "worker_b"]);
-    assert_eq!(group["matched"], v["matched"]);
+    assert_eq!(members, [wa, wb]);
+    let gm = group["matched"].as_str().unwrap();
+    assert!(
+        gm.contains(&format!("sessions {wa}, {wb} are one run of 4 host(s)")),
+        "{gm}"
+    );
     assert_eq!(group["hosts"].as_array().unwrap().len(), 4);
-    assert!(names.contains(&"older") && names.contains(&"worker_a"));
+    assert!(names.contains(&older) && names.contains(&wa));
     assert!(listed[1..].iter().all(|r| r.get("sessions").is_none()));
     let run = group["name"].as_str().unwrap();
     let q = run.replace(' ', "%20").replace('+', "%2B");

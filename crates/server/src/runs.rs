@@ -5,10 +5,11 @@
 //! Sessions are matched as `xlens report` matches them
 //! ([`xlens_analysis::base::summary::group_windows`]): their profile windows on the hosts' wall
 //! clocks overlap and they share no host name. Finding the windows means reading the profiles,
-//! so only sessions that could match are read: sessions modified within
-//! [`SAME_CAPTURE_S`] of each other, of which two share no host name. One host capturing
-//! again and again (the common case) is never read for this. The answer is kept until the
-//! sessions change.
+//! so only sessions that could match are read: sessions named by their capture time as the
+//! profilers name them (`YYYY_MM_DD_HH_MM_SS`, UTC) within [`SAME_CAPTURE_S`] of each other, of
+//! which two share no host name. One host capturing again and again (the common case), and
+//! folders named otherwise (whose files' times say nothing of the capture once copied), are never
+//! read for this. The answer is kept until the sessions change.
 
 use std::collections::HashSet;
 
@@ -30,23 +31,61 @@ pub struct Grouped {
     pub matched: String,
 }
 
-/// Runs of sessions modified within [`SAME_CAPTURE_S`] of the next (newest first, as listed),
-/// holding two sessions that share no host name: only these can be one capture.
+/// Seconds since the Unix epoch of a session named by its capture time
+/// (`YYYY_MM_DD_HH_MM_SS`, UTC, as [`xlens_store::session_id_at`] writes it); `None` for other
+/// names.
+pub fn capture_time(name: &str) -> Option<i64> {
+    let f: Vec<i64> = name
+        .split('_')
+        .enumerate()
+        .map(|(i, p)| {
+            let digits = if i == 0 { 4 } else { 2 };
+            (p.len() == digits && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse().ok())
+                .flatten()
+        })
+        .collect::<Option<Vec<i64>>>()?;
+    let [y, m, d, hh, mm, ss] = f[..] else {
+        return None;
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil date (proleptic Gregorian).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
+/// Runs of sessions captured within [`SAME_CAPTURE_S`] of the next (by the capture time in
+/// their names), holding two sessions that share no host name: only these can be one capture.
 fn candidates(sessions: &[Session]) -> Vec<Vec<&Session>> {
-    let mut by_time: Vec<&Session> = sessions.iter().collect();
-    by_time.sort_by_key(|s| s.modified_s);
-    let mut clusters: Vec<Vec<&Session>> = Vec::new();
-    for s in by_time {
+    let mut by_time: Vec<(i64, &Session)> = sessions
+        .iter()
+        .filter_map(|s| Some((capture_time(&s.name)?, s)))
+        .collect();
+    by_time.sort_by_key(|(t, _)| *t);
+    let mut clusters: Vec<Vec<(i64, &Session)>> = Vec::new();
+    for (t, s) in by_time {
         match clusters.last_mut() {
             Some(c)
                 if c.last()
-                    .is_some_and(|l| s.modified_s - l.modified_s <= SAME_CAPTURE_S) =>
+                    .is_some_and(|(l, _)| t.abs_diff(*l) <= SAME_CAPTURE_S) =>
             {
-                c.push(s)
+                c.push((t, s))
             }
-            _ => clusters.push(vec![s]),
+            _ => clusters.push(vec![(t, s)]),
         }
     }
+    let mut clusters: Vec<Vec<&Session>> = clusters
+        .into_iter()
+        .map(|c| c.into_iter().map(|(_, s)| s).collect())
+        .collect();
     fn hosts(s: &Session) -> HashSet<&str> {
         s.hosts.iter().map(|h| h.host.as_str()).collect()
     }
@@ -89,15 +128,21 @@ pub fn groups(cache: &ProfileCache, sessions: &[Session]) -> Vec<Grouped> {
     let mut out = Vec::new();
     for cluster in candidates(sessions) {
         let run = cache.run(cluster.iter().map(|s| (*s).clone()).collect());
-        let windows = run.hosts.iter().filter_map(|h| {
-            let p = h.analysis.as_ref().ok()?.profile();
-            Some(HostWindow {
-                session: &h.session,
-                host: h.host(),
-                origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
-                span_ps: p.span(),
+        let mut windows: Vec<HostWindow> = run
+            .hosts
+            .iter()
+            .filter_map(|h| {
+                let p = h.analysis.as_ref().ok()?.profile();
+                Some(HostWindow {
+                    session: &h.session,
+                    host: h.host(),
+                    origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
+                    span_ps: p.span(),
+                })
             })
-        });
+            .collect();
+        // Sessions in the order of their names (their capture times), as `xlens hosts` lists them.
+        windows.sort_by(|a, b| a.session.cmp(b.session));
         for g in group_windows(windows)
             .into_iter()
             .filter(|g| g.sessions.len() > 1)
@@ -144,4 +189,34 @@ pub fn with_groups(sessions: Vec<Session>, groups: &[Grouped]) -> Vec<Session> {
         out.push(s);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture_time;
+
+    #[test]
+    fn capture_times_of_session_names() {
+        // By hand: 2026-12-02 is 20,789 days after 1970-01-01.
+        assert_eq!(
+            capture_time("2026_12_02_14_01_33"),
+            Some(20_789 * 86_400 + 14 * 3600 + 60 + 33)
+        );
+        assert_eq!(capture_time("1970_01_01_00_00_00"), Some(0));
+        // It inverts the store's own naming.
+        for secs in [0u64, 951_782_400, 1_796_219_174] {
+            assert_eq!(
+                capture_time(&xlens_store::session_id_at(secs)),
+                Some(secs as i64)
+            );
+        }
+        for other in [
+            "jax_mlp_small",
+            "2026_12_02",
+            "2026_13_02_14_01_33",
+            "worker_a",
+        ] {
+            assert_eq!(capture_time(other), None, "{other}");
+        }
+    }
 }
