@@ -187,5 +187,29 @@ fn a_run_of_hosts_gets_the_verdict_most_of_them_have() {
     // The report says the same.
     let rep = xlens_analysis::tools::report::report(&run);
     assert_eq!(rep.run_advice.unwrap().summary, r.summary);
+    // A log directory of that session and an unrelated one is not one run: no verdict over
+    // both; the session of three hosts keeps its own, whatever order the hosts are listed in.
+    let other = dir.join("plugins/profile/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(
+        root().join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"),
+        other.join("worker9.xplane.pb"),
+    )
+    .unwrap();
+    let mut sessions = xlens_store::discover(&dir).unwrap();
+    assert_eq!(sessions.len(), 2);
+    for s in &mut sessions {
+        s.hosts.reverse();
+    }
+    let rep = xlens_analysis::tools::report::report(&common::open_run(sessions));
+    assert!(rep.run_advice.is_none(), "{:?}", rep.run_advice);
+    let mixed = rep.sessions.iter().find(|s| s.name == "mixed").unwrap();
+    assert_eq!(mixed.run_advice.as_ref().unwrap().summary, r.summary);
+    assert_eq!(
+        mixed.run_advice.as_ref().unwrap().verdicts[0].1,
+        ["worker0", "worker2"]
+    );
+    let lone = rep.sessions.iter().find(|s| s.name == "other").unwrap();
+    assert!(lone.run_advice.is_none(), "one host: no run verdict");
     let _ = std::fs::remove_dir_all(&dir);
 }

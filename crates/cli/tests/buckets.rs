@@ -221,6 +221,41 @@ fn normalized(o: &Output, roots: &[&str]) -> Value {
     v
 }
 
+/// Up to `max` JSON paths where `a` and `b` differ, with both values (a failure says where, not
+/// two whole reports).
+fn differences(a: &Value, b: &Value, at: &str, max: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let (va, vb) = (&x.get(k).cloned().unwrap_or(Value::Null), y.get(k));
+                let vb = vb.cloned().unwrap_or(Value::Null);
+                out.extend(differences(va, &vb, &format!("{at}.{k}"), max - out.len()));
+                if out.len() >= max {
+                    break;
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                out.extend(differences(va, vb, &format!("{at}[{i}]"), max - out.len()));
+                if out.len() >= max {
+                    break;
+                }
+            }
+        }
+        _ if a != b => {
+            let short = |v: &Value| v.to_string().chars().take(200).collect::<String>();
+            out.push(format!("{at}: {} vs {}", short(a), short(b)));
+        }
+        _ => {}
+    }
+    out
+}
+
 fn cache_files(cache: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(cache.join("objects"))
         .map(|rd| {
@@ -336,7 +371,11 @@ fn same_as_disk(kind: &str) {
         Some(8),
         "six XSpace sessions, the PyTorch run, the broken one"
     );
-    assert_eq!(got, want, "report over {url} differs from the disk's");
+    assert!(
+        got == want,
+        "report over {url} differs from the disk's at: {:?}",
+        differences(&got, &want, "", 8)
+    );
 
     // Everything read is in the cache; a second run reads nothing new and answers the same.
     let cached = cache_files(&cache);

@@ -139,6 +139,11 @@ pub fn run_advice<'a>(hosts: impl IntoIterator<Item = (&'a str, &'a Advice)>) ->
     if n < 2 {
         return None;
     }
+    // The same answer whatever order the hosts were listed in (a bucket lists by name, a disk
+    // by its own order).
+    for (_, v) in &mut verdicts {
+        v.sort();
+    }
     verdicts.sort_by_key(|(b, v)| (std::cmp::Reverse(v.len()), order(*b)));
     let (bottleneck, agreeing) = (verdicts[0].0, verdicts[0].1.len());
     let others: Vec<String> = verdicts[1..]

@@ -20,7 +20,10 @@ pub struct Report {
     /// no host in two), and how they were matched; absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<crate::base::summary::SessionGroup>,
-    /// With two hosts or more with advice: the verdict over all of them.
+    /// When the report covers one run (one session, or sessions matched as one capture) of two
+    /// hosts or more with advice: the verdict over its hosts. Sessions that are not one run get
+    /// no common verdict (unrelated profiles in one log directory are not a run); each session
+    /// of several hosts has its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_advice: Option<crate::base::advice::RunAdvice>,
     pub sessions: Vec<SessionReport>,
@@ -31,6 +34,10 @@ pub struct SessionReport {
     pub name: String,
     pub dir: String,
     pub hosts: Vec<HostReport>,
+    /// When the report covers several runs: the verdict over this session's hosts (two or
+    /// more with advice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_advice: Option<crate::base::advice::RunAdvice>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -208,16 +215,25 @@ pub fn report(run: &Run) -> Report {
                         }
                     })
                     .collect(),
+                run_advice: None,
             })
             .collect(),
         run_advice: None,
     };
-    r.run_advice = crate::base::advice::run_advice(
-        r.sessions
-            .iter()
-            .flat_map(|s| &s.hosts)
-            .filter_map(|h| h.advice.as_ref().map(|a| (h.host.as_str(), a))),
-    );
+    let verdict = |hosts: &mut dyn Iterator<Item = &HostReport>| {
+        crate::base::advice::run_advice(
+            hosts.filter_map(|h| h.advice.as_ref().map(|a| (h.host.as_str(), a))),
+        )
+    };
+    let one_run =
+        r.sessions.len() == 1 || r.runs.len() == 1 && r.runs[0].sessions.len() == r.sessions.len();
+    if one_run {
+        r.run_advice = verdict(&mut r.sessions.iter().flat_map(|s| &s.hosts));
+    } else {
+        for s in &mut r.sessions {
+            s.run_advice = verdict(&mut s.hosts.iter());
+        }
+    }
     r
 }
 
@@ -257,6 +273,9 @@ pub fn render_text(r: &Report) -> String {
     }
     for s in &r.sessions {
         let _ = writeln!(o, "session {}  ({})", s.name, s.dir);
+        if let Some(a) = &s.run_advice {
+            let _ = writeln!(o, "  session advice: {}", a.summary);
+        }
         for h in &s.hosts {
             let _ = writeln!(o, "  host {}  {}  {} bytes", h.host, h.file, h.file_bytes);
             if let Some(e) = &h.error {
