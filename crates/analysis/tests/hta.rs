@@ -59,6 +59,54 @@ fn run_on(tool: &str, file: &Path) -> Value {
     v["hosts"][0].clone()
 }
 
+/// A tool that reads less of a file when it runs alone (`Tool::READS`) answers exactly as from
+/// a full read, on every sample; and the partial read says what it left out.
+#[test]
+fn partial_reads_answer_as_full_reads() {
+    use xlens_analysis::base::load::Reads;
+    let partial: Vec<&str> = xlens_analysis::tools::infos()
+        .into_iter()
+        .filter(|i| i.reads != Reads::Everything)
+        .map(|i| i.name)
+        .collect();
+    assert!(partial.contains(&"temporal_breakdown"), "{partial:?}");
+    let mut left_out = 0;
+    for f in files() {
+        let sessions = xlens_store::discover(&f).unwrap();
+        let full = open_run(sessions.clone());
+        for &tool in &partial {
+            let reads = xlens_analysis::tools::find(tool).unwrap().info().reads;
+            assert_eq!(reads, Reads::GpuActivity);
+            let part = common::open_run_for(sessions.clone(), reads);
+            assert_eq!(
+                run_tool(tool, &part, &[]).json().unwrap(),
+                run_tool(tool, &full, &[]).json().unwrap(),
+                "{tool} on {} from a partial read",
+                f.display()
+            );
+            let p = part.hosts[0].analysis.as_ref().unwrap().profile();
+            let full_events = full.hosts[0]
+                .analysis
+                .as_ref()
+                .unwrap()
+                .profile()
+                .event_count();
+            match &p.partial_read {
+                Some(note) => {
+                    let n: usize = note.split(' ').next().unwrap().parse().unwrap();
+                    assert!(p.event_count() + n >= full_events, "{note}");
+                    left_out += n;
+                }
+                None => assert_eq!(p.event_count(), full_events, "{}", f.display()),
+            }
+        }
+    }
+    assert!(
+        left_out > 0,
+        "the samples have host-side slices to leave out"
+    );
+}
+
 #[test]
 fn temporal_breakdown_equals_htas() {
     let mut compared = 0;

@@ -28,6 +28,41 @@ pub(crate) struct RawEvent<'a> {
     pub bp: Option<Cow<'a, str>>,
     /// Where the `args` object's pairs are in the list they were added to, if it has one.
     pub args: Option<(u32, u32)>,
+    /// Left out by the [`Skip`] in force (its `args` not kept).
+    pub skipped: bool,
+}
+
+/// Events not to import (a read for one tool that does not use them): complete (`X`) events of
+/// `complete_cats` and flow points (`s`, `t`, `f`) of `flow_cats`, unless they have a `stream`
+/// arg. They are still parsed (the file is checked as a whole) and their times still set the
+/// trace's span and time axis, as in a full read; they are not added to the profile.
+#[derive(Debug, Clone, Copy)]
+pub struct Skip {
+    pub complete_cats: &'static [&'static str],
+    pub flow_cats: &'static [&'static str],
+}
+
+impl Skip {
+    fn wants_skipped(&self, ph: &str, cat: &str) -> bool {
+        match ph {
+            "X" => self.complete_cats.contains(&cat),
+            "s" | "t" | "f" => self.flow_cats.contains(&cat),
+            _ => false,
+        }
+    }
+}
+
+thread_local! {
+    /// The [`Skip`] of the parse running on this thread (each parsing thread sets it).
+    static SKIP: std::cell::Cell<Option<Skip>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `skip` in force on this thread.
+fn with_skip<T>(skip: Option<Skip>, f: impl FnOnce() -> T) -> T {
+    let before = SKIP.with(|c| c.replace(skip));
+    let out = f();
+    SKIP.with(|c| c.set(before));
+    out
 }
 
 /// An event with its own list of `args` pairs.
@@ -79,6 +114,8 @@ impl<'de: 'a, 'a> Visitor<'de> for EventSeed<'_, 'a> {
         }
         let mut e = RawEvent::default();
         let mut seen_args = false;
+        let skip = SKIP.with(std::cell::Cell::get);
+        let first_pair = self.pairs.len();
         while let Some(k) = map.next_key::<Borrowed<'de>>()? {
             let text = |m: &mut A| -> Result<Option<Cow<'a, str>>, A::Error> {
                 Ok(m.next_value::<Option<Borrowed<'de>>>()?.map(|b| b.0))
@@ -110,6 +147,16 @@ impl<'de: 'a, 'a> Visitor<'de> for EventSeed<'_, 'a> {
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
+            }
+        }
+        if let (Some(skip), Some(ph), Some(cat)) = (skip, &e.ph, &e.cat) {
+            // An event with a `stream` arg is on the GPU for HTA's analyses, whatever its
+            // category (Triton's launches are `cpu_op`s with one): always kept.
+            let on_stream = || self.pairs[first_pair..].iter().any(|(k, _)| k == "stream");
+            if skip.wants_skipped(ph, cat) && !on_stream() {
+                self.pairs.truncate(first_pair);
+                e.args = None;
+                e.skipped = true;
             }
         }
         Ok(e)
@@ -234,13 +281,21 @@ const PARALLEL_MIN: usize = 4 << 20;
 /// and then hands every event (its own and the second thread's) to the importer, which costs about
 /// as much as parsing them, so its own share is small.
 const FIRST_SHARE: usize = 10; // percent
+/// [`FIRST_SHARE`] when a [`Skip`] leaves events out.
+const FIRST_SHARE_SKIPPING: usize = 25; // percent
 /// Events the second thread sends at a time.
 const BATCH: usize = 4096;
+/// Batches the second thread may have sent and not yet had taken (about 10 MB of events).
+const AHEAD: usize = 48;
 
 /// Parses a whole trace file into `sink`. The bytes are checked to be UTF-8 once, up front
 /// (JSON text is), so the parser need not check each string it borrows (a twentieth of the
 /// import's time when it did). Large files are parsed by two threads: see [`parse_text`].
-pub(crate) fn parse(bytes: &[u8], sink: &mut dyn Sink) -> Result<(), ParseError> {
+pub(crate) fn parse(
+    bytes: &[u8],
+    sink: &mut dyn Sink,
+    skip: Option<Skip>,
+) -> Result<(), ParseError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -261,10 +316,20 @@ pub(crate) fn parse(bytes: &[u8], sink: &mut dyn Sink) -> Result<(), ParseError>
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    // With events left out the importer has less to do, so the first thread parses more.
+    let share = std::env::var("XLENS_JSON_FIRST_SHARE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if skip.is_some() {
+            FIRST_SHARE_SKIPPING
+        } else {
+            FIRST_SHARE
+        })
+        .min(90);
     let split = (text.len() >= PARALLEL_MIN && cores > 1)
-        .then(|| find_split(text, text.len() / 100 * FIRST_SHARE))
+        .then(|| find_split(text, text.len() / 100 * share))
         .flatten();
-    parse_text(text, sink, split).map(|_| ())
+    with_skip(skip, || parse_text(text, sink, split)).map(|_| ())
 }
 
 /// A place where an element of the events array probably starts, at or after `from`: a `{`
@@ -322,45 +387,51 @@ struct Batch<'a> {
 /// What the second thread sends.
 enum Msg<'a> {
     Events(Batch<'a>),
-    /// The events array ended; then came the end of the file (a bare array), or the rest of the
-    /// top-level object, whose fields are these.
+    /// The events array ended at `at` (after its `]` and white space); `tail` is what follows
+    /// read as the rest of the top-level object (its fields the importer wants), `None` at the
+    /// end of the file.
     Done {
-        rest_of_object: Option<Vec<Pair<'a>>>,
+        tail: Option<Result<Vec<Pair<'a>>, ParseError>>,
         at: usize,
     },
     Failed(ParseError),
-    /// The second thread's start was not an element of the events array.
-    NotLanded,
 }
 
 /// Parses `text`, the first thread handing events to `sink` as it meets them. With `split`,
-/// a second thread parses from there on at the same time; when the first thread reaches that
-/// place as the start of an element of the events array, it hands on the second thread's events
-/// instead of parsing them again. If it never lands exactly there (the guess was inside an
-/// event, or outside the array), it parses on by itself and the second thread's work is dropped,
-/// so the result never depends on the guess. Returns whether the second thread's work was used.
+/// a second thread parses from there on at the same time, as if an element of the events array
+/// started there; when the first thread reaches that place as the start of an element, it hands
+/// on the second thread's events instead of parsing them again (the same text read from the same
+/// place, so the same events and errors). If it never lands exactly there (the guess was inside
+/// an event, or outside the array), it parses on by itself and the second thread's work is
+/// dropped, so the result never depends on the guess. Returns whether the second thread's work
+/// was used.
 pub(crate) fn parse_text(
     text: &str,
     sink: &mut dyn Sink,
     split: Option<usize>,
 ) -> Result<bool, ParseError> {
+    let skip = SKIP.with(std::cell::Cell::get);
     let Some(at) = split else {
-        return Walker::new(text, sink, None).top();
+        return Walker::new(text, sink, None, skip).top();
     };
     let cancel = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(8);
+        // Room for the second thread to read well ahead: it starts at once, and the first thread
+        // takes its batches only once it gets there.
+        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(AHEAD);
         let (back_tx, back_rx) = mpsc::channel::<Batch<'_>>();
         let cancel = &cancel;
         let second = std::thread::Builder::new()
             .name("xlens-json".into())
-            .spawn_scoped(s, move || second_part(text, at, tx, back_rx, cancel));
+            .spawn_scoped(s, move || {
+                with_skip(skip, || second_part(text, at, &tx, &back_rx, cancel, skip))
+            });
         let second_rx = second.is_ok().then_some(Second {
             at,
             rx,
             back: back_tx,
         });
-        let result = Walker::new(text, sink, second_rx).top();
+        let result = Walker::new(text, sink, second_rx, skip).top();
         cancel.store(true, Ordering::Relaxed);
         if let Ok(h) = second {
             let _ = h.join();
@@ -375,181 +446,299 @@ struct Second<'a> {
     back: mpsc::Sender<Batch<'a>>,
 }
 
-/// The second thread: the whole file read as one JSON value, like the first thread reads it,
-/// but the events before `at` are only skipped (read as raw text, which tells where each one
-/// starts); from the element that starts exactly at `at` on, events are read and sent in batches,
-/// then the top-level fields after the events array.
+/// The second thread: the events array read from `at` on as the first thread reads it, sent in
+/// batches, then what follows the array.
 fn second_part<'a>(
     text: &'a str,
     at: usize,
-    tx: mpsc::SyncSender<Msg<'a>>,
-    back: mpsc::Receiver<Batch<'a>>,
+    tx: &mpsc::SyncSender<Msg<'a>>,
+    back: &mpsc::Receiver<Batch<'a>>,
     cancel: &AtomicBool,
+    skip: Option<Skip>,
 ) {
-    let mut st = Second2 {
-        text,
-        at,
-        tx: &tx,
-        back: &back,
-        cancel,
-        landed: false,
-        object: false,
-        rest: Vec::new(),
+    let fresh = || {
+        back.try_recv().unwrap_or_else(|_| Batch {
+            events: Vec::with_capacity(BATCH),
+            pairs: Vec::with_capacity(BATCH * 8),
+        })
     };
-    let mut de = serde_json::Deserializer::from_str(text);
-    let r =
-        de::DeserializeSeed::deserialize(TopSeed { st: &mut st }, &mut de).and_then(|()| de.end());
-    let msg = match r {
-        Ok(()) if st.landed => Msg::Done {
-            rest_of_object: st.object.then(|| std::mem::take(&mut st.rest)),
-            at: text.len(),
-        },
-        Err(_) if cancel.load(Ordering::Relaxed) => return,
-        Err(e) if st.landed && e.to_string() != STOPPED => Msg::Failed(from_serde(text, 0, &e)),
-        Err(e) if e.to_string().starts_with(STOPPED) => return,
-        // Not landed: the first thread reads on by itself (and meets any error before `at`).
-        _ => Msg::NotLanded,
-    };
-    let _ = tx.send(msg);
-}
-
-/// The error the second thread's visitors return to stop: the first thread no longer wants its
-/// events, or the start was not an element of the events array.
-const STOPPED: &str = "stopped";
-
-/// The second thread's state while serde_json reads the file.
-struct Second2<'x, 'a> {
-    text: &'a str,
-    at: usize,
-    tx: &'x mpsc::SyncSender<Msg<'a>>,
-    back: &'x mpsc::Receiver<Batch<'a>>,
-    cancel: &'x AtomicBool,
-    /// Reached the element that starts at `at`.
-    landed: bool,
-    /// The file is an object (not a bare array).
-    object: bool,
-    /// Its fields after the events array that the importer wants.
-    rest: Vec<Pair<'a>>,
-}
-
-struct TopSeed<'s, 'x, 'a> {
-    st: &'s mut Second2<'x, 'a>,
-}
-
-impl<'de: 'a, 'a> de::DeserializeSeed<'de> for TopSeed<'_, '_, 'a> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for TopSeed<'_, '_, 'a> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Chrome trace")
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        EventsSeed { st: self.st }.visit_seq(seq)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.st.object = true;
-        let mut seen_events = false;
-        while let Some(key) = map.next_key::<Borrowed<'de>>()? {
-            if key.0 == "traceEvents" && !seen_events {
-                seen_events = true;
-                map.next_value_seed(EventsSeed { st: &mut *self.st })?;
-                if !self.st.landed {
-                    return Err(de::Error::custom(STOPPED));
+    let mut c = Cursor { text, pos: at };
+    let mut batch = fresh();
+    loop {
+        match c.event(skip) {
+            Ok(Element::Skipped(e)) => batch.events.push(e),
+            Ok(Element::Read(mut e)) => {
+                if let Some((from, to)) = e.event.args {
+                    let base = batch.pairs.len() as u32;
+                    batch
+                        .pairs
+                        .extend(e.pairs.drain(from as usize..to as usize));
+                    e.event.args = Some((base, base + (to - from)));
                 }
-            } else if seen_events && KEPT_FIELDS.contains(&key.0.as_ref()) {
-                let v: &'de RawValue = map.next_value()?;
-                self.st.rest.push((key.0, v));
-            } else {
-                map.next_value::<IgnoredAny>()?;
+                batch.events.push(e.event);
+            }
+            Err(err) => {
+                // Events before the error still reach the importer, as on one thread.
+                let _ = tx.send(Msg::Events(batch));
+                let _ = tx.send(Msg::Failed(err));
+                return;
             }
         }
-        Ok(())
-    }
-}
-
-struct EventsSeed<'s, 'x, 'a> {
-    st: &'s mut Second2<'x, 'a>,
-}
-
-impl<'de: 'a, 'a> de::DeserializeSeed<'de> for EventsSeed<'_, '_, 'a> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for EventsSeed<'_, '_, 'a> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of trace events")
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let st = self.st;
-        let base = st.text.as_ptr() as usize;
-        let fresh = |back: &mpsc::Receiver<Batch<'a>>| {
-            back.try_recv().unwrap_or_else(|_| Batch {
-                events: Vec::with_capacity(BATCH),
-                pairs: Vec::with_capacity(BATCH * 8),
-            })
+        let more = match c.after_element(b']') {
+            Ok(more) => more,
+            Err(err) => {
+                let _ = tx.send(Msg::Events(batch));
+                let _ = tx.send(Msg::Failed(err));
+                return;
+            }
         };
-        let mut batch = Batch::default();
-        // Skip to the element that starts at `at`, which is read from its raw text.
-        while !st.landed {
-            if st.cancel.load(Ordering::Relaxed) {
-                return Err(de::Error::custom(STOPPED));
-            }
-            let Some(raw) = seq.next_element::<&'de RawValue>()? else {
-                return Err(de::Error::custom(STOPPED));
-            };
-            let start = (raw.get().as_ptr() as usize).wrapping_sub(base);
-            if start > st.at {
-                return Err(de::Error::custom(STOPPED));
-            }
-            if start == st.at {
-                st.landed = true;
-                batch = fresh(st.back);
-                let mut one = serde_json::Deserializer::from_str(raw.get());
-                let e = de::DeserializeSeed::deserialize(
-                    EventSeed {
-                        pairs: &mut batch.pairs,
-                    },
-                    &mut one,
-                )
-                .map_err(|e| de::Error::custom(from_serde(st.text, start, &e)))?;
-                batch.events.push(e);
+        if !more {
+            break;
+        }
+        if batch.events.len() == BATCH {
+            let full = std::mem::replace(&mut batch, fresh());
+            if cancel.load(Ordering::Relaxed) || tx.send(Msg::Events(full)).is_err() {
+                return;
             }
         }
-        loop {
-            let next = seq.next_element_seed(EventSeed {
-                pairs: &mut batch.pairs,
-            });
-            let e = match next {
-                Ok(Some(e)) => e,
-                Ok(None) => break,
-                Err(e) => {
-                    // Events before the error still reach the importer, as on one thread.
-                    let _ = st.tx.send(Msg::Events(batch));
-                    return Err(e);
-                }
-            };
-            batch.events.push(e);
-            if batch.events.len() == BATCH {
-                let full = std::mem::replace(&mut batch, fresh(st.back));
-                if st.cancel.load(Ordering::Relaxed) || st.tx.send(Msg::Events(full)).is_err() {
-                    return Err(de::Error::custom(STOPPED));
-                }
-            }
-        }
-        if !batch.events.is_empty() && st.tx.send(Msg::Events(batch)).is_err() {
-            return Err(de::Error::custom(STOPPED));
-        }
-        Ok(())
     }
+    if tx.send(Msg::Events(batch)).is_err() {
+        return;
+    }
+    c.ws();
+    let at = c.pos;
+    let tail = c.peek().is_some().then(|| c.object_tail());
+    let _ = tx.send(Msg::Done { tail, at });
+}
+
+/// One element of the events array as read.
+enum Element<'a> {
+    /// Left out by the [`Skip`] in force: its phase, category and times.
+    Skipped(RawEvent<'a>),
+    Read(OwnedEvent<'a>),
+}
+
+/// What [`skim`] finds of an event object without parsing it.
+#[derive(Default)]
+struct Skimmed<'a> {
+    /// Just past its closing `}`.
+    end: usize,
+    ph: Option<&'a str>,
+    cat: Option<&'a str>,
+    /// Raw JSON text of these values.
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    /// Some string in it is `stream` (an arg HTA reads), or it is not plain enough to leave
+    /// to a skim (a repeated or escaped key): it is read in full.
+    read_in_full: bool,
+}
+
+/// Scans the object at `text[at]` (a `{`) for its end and its `ph`, `cat`, `ts` and `dur`,
+/// checking strings and the nesting of brackets but not every JSON rule; `None` when it is not
+/// well formed that far (the caller then reads it with serde_json, which says what is wrong).
+fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
+    let b = text.as_bytes();
+    if b.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut out = Skimmed::default();
+    // The open brackets, one bit each (1 for `{`), up to 64 deep.
+    let (mut stack, mut depth): (u64, u32) = (1, 1);
+    let mut key: Option<&str> = None;
+    let mut i = at + 1;
+    loop {
+        let c = *b.get(i)?;
+        match c {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                let mut escaped = false;
+                loop {
+                    // Most strings are short keys: a plain look at their first bytes, then a
+                    // vectorised search.
+                    let rest = b.get(j..)?;
+                    let near = rest.iter().take(16).position(|&c| c == b'"' || c == b'\\');
+                    j += match near {
+                        Some(n) => n,
+                        None if rest.len() <= 16 => return None,
+                        None => 16 + memchr::memchr2(b'"', b'\\', &rest[16..])?,
+                    };
+                    if b[j] == b'"' {
+                        break;
+                    }
+                    escaped = true;
+                    j += 2;
+                }
+                let s = &text[start..j];
+                i = j + 1;
+                if s == "stream" {
+                    out.read_in_full = true;
+                }
+                if depth == 1 {
+                    while b
+                        .get(i)
+                        .is_some_and(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+                    {
+                        i += 1;
+                    }
+                    if b.get(i) == Some(&b':') {
+                        i += 1;
+                        while b
+                            .get(i)
+                            .is_some_and(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+                        {
+                            i += 1;
+                        }
+                        if escaped {
+                            out.read_in_full = true;
+                        }
+                        key = Some(s);
+                        continue;
+                    }
+                    let (slot, value) = match key.take() {
+                        Some("ph") => (&mut out.ph, s),
+                        Some("cat") => (&mut out.cat, s),
+                        // The raw text, quotes included, for times.
+                        Some("ts") => (&mut out.ts, &text[start - 1..j + 1]),
+                        Some("dur") => (&mut out.dur, &text[start - 1..j + 1]),
+                        _ => continue,
+                    };
+                    let again = slot.replace(value).is_some();
+                    out.read_in_full |= again || escaped;
+                }
+            }
+            b'{' | b'[' => {
+                if depth == 64 {
+                    return None;
+                }
+                stack = (stack << 1) | u64::from(c == b'{');
+                depth += 1;
+                key = None;
+                i += 1;
+            }
+            b'}' | b']' => {
+                if (stack & 1 == 1) != (c == b'}') {
+                    return None;
+                }
+                stack >>= 1;
+                depth -= 1;
+                i += 1;
+                if depth == 0 {
+                    out.end = i;
+                    return Some(out);
+                }
+            }
+            b' ' | b'\t' | b'\r' | b'\n' | b',' | b':' => i += 1,
+            _ => {
+                if depth == 1 {
+                    if let Some(k @ ("ts" | "dur" | "ph" | "cat")) = key.take() {
+                        let start = i;
+                        while b.get(i).is_some_and(|&c| {
+                            !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
+                        }) {
+                            i += 1;
+                        }
+                        let value = &text[start..i];
+                        let again = match k {
+                            "ts" => out.ts.replace(value).is_some(),
+                            "dur" => out.dur.replace(value).is_some(),
+                            // Not a string: read in full (serde_json says what is wrong).
+                            _ => true,
+                        };
+                        out.read_in_full |= again;
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Whether the event at `b[at]` starts as one `skip` leaves out, written as Kineto writes events
+/// (`{"ph": "X", "cat": "cpu_op", ...`; a flow's `cat` comes later, so every flow qualifies): a
+/// quick look, so that the events read in full are not skimmed first. Events written otherwise
+/// are read in full and left out afterwards (the same result, more slowly).
+fn worth_skimming(b: &[u8], at: usize, skip: &Skip) -> bool {
+    struct Look<'b> {
+        b: &'b [u8],
+        i: usize,
+    }
+    impl<'b> Look<'b> {
+        fn ws(&mut self) {
+            while self
+                .b
+                .get(self.i)
+                .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+            {
+                self.i += 1;
+            }
+        }
+        fn lit(&mut self, s: &[u8]) -> bool {
+            self.ws();
+            let ok = self.b.get(self.i..self.i + s.len()) == Some(s);
+            self.i += s.len();
+            ok
+        }
+        /// A short string without escapes.
+        fn string(&mut self) -> Option<&'b [u8]> {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return None;
+            }
+            let from = self.i + 1;
+            let n = self
+                .b
+                .get(from..)?
+                .iter()
+                .take(32)
+                .position(|&c| c == b'"' || c == b'\\')?;
+            if self.b[from + n] != b'"' {
+                return None;
+            }
+            self.i = from + n + 1;
+            Some(&self.b[from..from + n])
+        }
+    }
+    let mut l = Look { b, i: at };
+    if !(l.lit(b"{") && l.lit(b"\"ph\"") && l.lit(b":")) {
+        return false;
+    }
+    match l.string() {
+        Some(b"s" | b"t" | b"f") => !skip.flow_cats.is_empty(),
+        Some(b"X") => {
+            l.lit(b",")
+                && l.lit(b"\"cat\"")
+                && l.lit(b":")
+                && l.string()
+                    .is_some_and(|c| skip.complete_cats.iter().any(|k| k.as_bytes() == c))
+        }
+        _ => false,
+    }
+}
+
+/// The event a skim found, when `skip` leaves it out and the skim read all it needs of it.
+fn skipped_event<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
+    let (ph, cat) = (k.ph?, k.cat?);
+    if k.read_in_full || !skip.wants_skipped(ph, cat) {
+        return None;
+    }
+    // Times that are not JSON values, and events without a time, are read in full (which says
+    // what is wrong, or counts them).
+    let raw = |t: &'a str| serde_json::from_str::<&'a RawValue>(t).ok();
+    let ts = raw(k.ts?)?;
+    let dur = match k.dur {
+        Some(d) => Some(raw(d)?),
+        None => None,
+    };
+    Some(RawEvent {
+        ph: Some(Cow::Borrowed(ph)),
+        cat: Some(Cow::Borrowed(cat)),
+        ts: Some(ts),
+        dur,
+        skipped: true,
+        ..RawEvent::default()
+    })
 }
 
 /// A position in the text, and the small steps of reading JSON structure by hand (values
@@ -590,6 +779,32 @@ impl<'a> Cursor<'a> {
                 Err(self.error(Category::Eof, "EOF while parsing a value"))
             }
         }
+    }
+
+    /// The event that starts here: skimmed past when `skip` leaves it out, else read.
+    fn event(&mut self, skip: Option<Skip>) -> Result<Element<'a>, ParseError> {
+        if let Some(skip) = skip.filter(|s| worth_skimming(self.text.as_bytes(), self.pos, s)) {
+            if let Some(k) = skim(self.text, self.pos) {
+                if let Some(e) = skipped_event(&k, skip) {
+                    self.pos = k.end;
+                    return Ok(Element::Skipped(e));
+                }
+            }
+        }
+        Ok(Element::Read(self.value()?))
+    }
+
+    /// The rest of the top-level object after the events array (from its `,` or `}`): the
+    /// fields the importer wants, up to the end of the file.
+    fn object_tail(&mut self) -> Result<Vec<Pair<'a>>, ParseError> {
+        let mut fields = Vec::new();
+        while self.after_element(b'}')? {
+            let key = self.key()?;
+            let name = key.clone();
+            self.member(&name, &mut fields, key)?;
+        }
+        self.end()?;
+        Ok(fields)
     }
 
     /// After an element of an array (or a member of an object): `true` at a `,` (skipped, with
@@ -697,14 +912,21 @@ struct Walker<'a, 's> {
     c: Cursor<'a>,
     sink: &'s mut dyn Sink,
     second: Option<Second<'a>>,
+    skip: Option<Skip>,
 }
 
 impl<'a, 's> Walker<'a, 's> {
-    fn new(text: &'a str, sink: &'s mut dyn Sink, second: Option<Second<'a>>) -> Self {
+    fn new(
+        text: &'a str,
+        sink: &'s mut dyn Sink,
+        second: Option<Second<'a>>,
+        skip: Option<Skip>,
+    ) -> Self {
         Walker {
             c: Cursor { text, pos: 0 },
             sink,
             second,
+            skip,
         }
     }
 
@@ -790,8 +1012,10 @@ impl<'a, 's> Walker<'a, 's> {
                     self.second = None;
                 }
             }
-            let e: OwnedEvent<'a> = self.c.value()?;
-            self.sink.event(&e.event, Args::of(&e.event, &e.pairs));
+            match self.c.event(self.skip)? {
+                Element::Skipped(e) => self.sink.event(&e, None),
+                Element::Read(e) => self.sink.event(&e.event, Args::of(&e.event, &e.pairs)),
+            }
             if !self.c.after_element(b']')? {
                 return Ok(false);
             }
@@ -815,14 +1039,15 @@ impl<'a, 's> Walker<'a, 's> {
                     let _ = second.back.send(batch);
                 }
                 Ok(Msg::Failed(e)) => return Err(e),
-                Ok(Msg::Done { rest_of_object, at }) => {
-                    return match (in_object, rest_of_object) {
-                        (true, Some(fields)) => {
+                Ok(Msg::Done { tail, at }) => {
+                    return match (in_object, tail) {
+                        (true, Some(Ok(fields))) => {
                             for (k, v) in fields {
                                 self.sink.field(&k, v);
                             }
                             Ok(true)
                         }
+                        (true, Some(Err(e))) => Err(e),
                         (false, None) => Ok(true),
                         (true, None) => Err(error_at(
                             self.c.text,
@@ -838,7 +1063,6 @@ impl<'a, 's> Walker<'a, 's> {
                         )),
                     };
                 }
-                Ok(Msg::NotLanded) => return Ok(false),
                 Err(_) => {
                     return Err(self.c.error(
                         Category::Io,
@@ -932,6 +1156,53 @@ impl fmt::Display for Key {
 /// forms go through a double. `None` when it is not a finite number or does not fit. (Epoch
 /// microseconds in picoseconds exceed `i64`: callers subtract an anchor.)
 pub(crate) fn micros_to_ps(raw: &RawValue) -> Option<i128> {
+    plain_micros_to_ps(raw.get().as_bytes()).or_else(|| any_micros_to_ps(raw))
+}
+
+/// [`micros_to_ps`] of the common form, in one pass: digits (at most 18), then optionally `.`
+/// and digits; `None` for anything else (which [`any_micros_to_ps`] reads).
+fn plain_micros_to_ps(b: &[u8]) -> Option<i128> {
+    let mut i = 0;
+    let mut int: u64 = 0;
+    while let Some(&c) = b.get(i) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if i == 18 {
+            return None;
+        }
+        int = int * 10 + u64::from(c - b'0');
+        i += 1;
+    }
+    if i == 0 {
+        return None;
+    }
+    let (mut frac, mut digits, mut round_up) = (0u64, 0, false);
+    if i < b.len() {
+        if b[i] != b'.' {
+            return None;
+        }
+        for &c in &b[i + 1..] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            match digits {
+                0..=5 => frac = frac * 10 + u64::from(c - b'0'),
+                // Below a picosecond: round half up.
+                6 => round_up = c >= b'5',
+                _ => {}
+            }
+            digits += 1;
+        }
+    }
+    for _ in digits.min(6)..6 {
+        frac *= 10;
+    }
+    Some(i128::from(int) * 1_000_000 + i128::from(frac) + i128::from(round_up))
+}
+
+/// [`micros_to_ps`] of any form: quoted, signed, with an exponent.
+fn any_micros_to_ps(raw: &RawValue) -> Option<i128> {
     let mut t = raw.get().trim();
     if let Some(s) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
         t = s.trim();
@@ -985,7 +1256,8 @@ mod tests {
         fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
             let r = |v: Option<&RawValue>| v.map(|v| v.get().to_string());
             self.0.push(format!(
-                "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                "{}{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                if e.skipped { "skipped " } else { "" },
                 e.ph,
                 e.name,
                 e.cat,
@@ -1091,6 +1363,64 @@ mod tests {
             .any(|&i| TRICKY[i..].starts_with("{\n    \"ph\": \"B\"")));
     }
 
+    /// Events a [`Skip`] leaves out: skimmed (strings and brackets that look like structure
+    /// inside them included), unless they hold a `stream` or are not plain; the same on one
+    /// thread or two, wherever the second starts.
+    #[test]
+    fn skipped_events_keep_their_times_wherever_a_second_thread_starts() {
+        const SKIPPY: &str = r#"[
+  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"Input Dims": [[1, 2], []], "s": "}]{[\"", "o": {"p": [{}]}}},
+  {"ph": "X", "cat": "cpu_op", "name": "triton", "pid": 1, "tid": 1, "ts": 6, "dur": 1, "args": {"stream": 0}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 7, "dur": 1, "args": {"stream": 7, "correlation": 3}},
+  {"cat": "cpu_op", "ph": "X", "ts": "8.5", "name": "quoted time"},
+  {"ph": "f", "id": 3, "pid": 0, "tid": 7, "ts": 7, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "cpu_op", "name": "no time", "pid": 1, "tid": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "last", "ts": 9.25, "dur": 0.5}
+]
+"#;
+        let skip = Skip {
+            complete_cats: &["cpu_op"],
+            flow_cats: &["ac2g"],
+        };
+        let (want, err) = with_skip(Some(skip), || run(SKIPPY, None));
+        assert_eq!(err, None);
+        let skipped: Vec<&String> = want.iter().filter(|e| e.starts_with("skipped")).collect();
+        assert_eq!(skipped.len(), 5, "{want:#?}");
+        assert!(
+            skipped[0].contains(r#"Some("5") Some("2")"#),
+            "{}",
+            skipped[0]
+        );
+        // Skimmed: no name read (nor anything else but the phase, category and times).
+        assert!(skipped[0].contains(r#"Some("X") None Some("cpu_op") None None"#));
+        assert!(skipped[1].contains(r#"Some("\"8.5\"")"#), "{}", skipped[1]);
+        assert!(skipped[2].contains(r#"Some("f")"#), "{}", skipped[2]);
+        // Without a time it is read in full first (and the importer counts it as timeless).
+        assert!(skipped[3].contains(r#"Some("no time")"#), "{}", skipped[3]);
+        assert!(
+            skipped[4].contains(r#"Some("9.25") Some("0.5")"#),
+            "{}",
+            skipped[4]
+        );
+        assert!(want
+            .iter()
+            .any(|e| !e.starts_with("skipped") && e.contains("triton")));
+        for (i, _) in SKIPPY.match_indices('{') {
+            let (got, err) = with_skip(Some(skip), || run(SKIPPY, Some(i)));
+            assert_eq!(err, None, "split at {i}");
+            assert_eq!(got, want, "split at {i}");
+        }
+        // A repeated time is an error, skipped or not.
+        let twice = SKIPPY.replace(r#""ts": 9.25"#, r#""ts": 9.25, "ts": 1"#);
+        let full = run(&twice, None).1;
+        assert!(
+            full.as_deref()
+                .is_some_and(|e| e.contains("duplicate field")),
+            "{full:?}"
+        );
+        assert_eq!(with_skip(Some(skip), || run(&twice, None)).1, full);
+    }
+
     #[test]
     fn errors_are_the_same_with_a_second_thread() {
         let bad = [
@@ -1175,6 +1505,43 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(micros_to_ps(&raw(text)), want, "{text}");
         }
+    }
+
+    /// The one-pass reading of plain decimals gives what the general one gives.
+    #[test]
+    fn plain_decimals_read_as_any_form_does() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut read = 0;
+        for _ in 0..20_000 {
+            // JSON numbers: no leading zero, at least one digit after a point.
+            let int_digits = 1 + (next() % 20) as usize;
+            let frac_digits = 1 + (next() % 10) as usize;
+            let digits = |n: usize, r: &mut dyn FnMut() -> u64| -> String {
+                (0..n)
+                    .map(|_| char::from(b'0' + (r() % 10) as u8))
+                    .collect()
+            };
+            let mut t = digits(int_digits, &mut next);
+            if t.len() > 1 && t.starts_with('0') {
+                t.replace_range(..1, "1");
+            }
+            if next() % 3 > 0 {
+                t.push('.');
+                t.push_str(&digits(frac_digits, &mut next));
+            }
+            let r = raw(&t);
+            if let Some(v) = plain_micros_to_ps(r.get().as_bytes()) {
+                read += 1;
+                assert_eq!(Some(v), any_micros_to_ps(&r), "{t}");
+            }
+        }
+        assert!(read > 10_000, "{read}");
     }
 
     #[test]

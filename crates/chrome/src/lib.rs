@@ -28,6 +28,12 @@
 //!   `compute_cap_major`/`minor`, and the raw fields); `distributedInfo` (rank, world size,
 //!   backend, process groups) becomes `/host:CPU` plane stats.
 //!
+//! A partial read ([`decode_with`] and a [`Skip`], e.g. [`GPU_ACTIVITY`] for the HTA-style GPU
+//! analyses) skims past the events it names (finding their end, phase, category and times
+//! without parsing the rest; strings and bracket nesting are checked, not every JSON rule) and
+//! does not add them; their times still set the trace's span, so the rest is on the same axis
+//! as in a full read. `Profile::partial_read` says how many were left out.
+//!
 //! Slices of one line that overlap without nesting (which a line's nesting cannot hold) move to
 //! extra lines (`<line> (overlap 1)`, ...); unmatched `E`, unclosed `B`, events without a time
 //! and unknown phases are skipped or closed at the trace's end. Each is counted in
@@ -36,6 +42,7 @@
 mod json;
 
 use hashbrown::HashMap;
+pub use json::Skip;
 use json::{micros_to_ps, Args, Key, RawEvent, Sink};
 use serde_json::value::RawValue;
 use xlens_model::{
@@ -51,11 +58,26 @@ pub struct DecodeError {
 
 /// Decodes a Chrome trace (uncompressed JSON bytes) into a [`Profile`].
 pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
+    decode_with(bytes, None)
+}
+
+/// What a read for the GPU's activity leaves out (see [`Skip`]): host-side operator and Python
+/// slices, and the launch→kernel flow arrows (the `correlation` args link launches to kernels).
+/// The runtime's launch calls, annotations (`ProfilerStep#N`), GPU events, counters and
+/// metadata are read in full.
+pub const GPU_ACTIVITY: Skip = Skip {
+    complete_cats: &["cpu_op", "python_function"],
+    flow_cats: LAUNCH_FLOW_CATS,
+};
+
+/// [`decode`], leaving out the events `skip` names (a read for one tool that does not use
+/// them); the profile's `partial_read` then says what was left out, with counts.
+pub fn decode_with(bytes: &[u8], skip: Option<Skip>) -> Result<Profile, DecodeError> {
     let mut imp = Importer::default();
-    json::parse(bytes, &mut imp).map_err(|e| DecodeError {
+    json::parse(bytes, &mut imp, skip).map_err(|e| DecodeError {
         message: describe(&e),
     })?;
-    Ok(imp.finish())
+    Ok(imp.finish_skipped(skip))
 }
 
 /// The parser's message, with what it means for a trace file.
@@ -170,6 +192,8 @@ struct Importer {
     unclosed: usize,
     unbound_flows: usize,
     negative_dur: usize,
+    /// Events a [`Skip`] left out.
+    skipped: usize,
 }
 
 impl Importer {
@@ -263,6 +287,21 @@ impl Sink for Importer {
             self.no_time += 1;
             return;
         };
+        if e.skipped {
+            // Left out, but its times still set the trace's span (as a full read's do).
+            self.skipped += 1;
+            if ph == "X" {
+                let dur = e
+                    .dur
+                    .and_then(micros_to_ps)
+                    .and_then(|d| i64::try_from(d).ok())
+                    .unwrap_or(0)
+                    .max(0);
+                self.note_time(ts);
+                self.note_time(ts.saturating_add(dur));
+            }
+            return;
+        }
         match ph {
             "X" => {
                 let mut dur = e
@@ -531,6 +570,19 @@ impl Importer {
             extra.push((at as u32, kid, StatValue::U64(f.id)));
             extra.push((at as u32, kty, StatValue::I64(ty)));
         }
+    }
+
+    fn finish_skipped(self, skip: Option<Skip>) -> Profile {
+        let skipped = self.skipped;
+        let mut p = self.finish();
+        if let (Some(s), true) = (skip, skipped > 0) {
+            p.partial_read = Some(format!(
+                "{skipped} events not read (complete events of {}; flows of {}): the tool asked for does not use them",
+                s.complete_cats.join(", "),
+                s.flow_cats.join(", ")
+            ));
+        }
+        p
     }
 
     fn finish(mut self) -> Profile {

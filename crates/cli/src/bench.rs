@@ -46,6 +46,13 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
         .cloned()
         .context("no profile file found")?;
     let reps = reps.max(1);
+    // As `xlens tool TOOL` reads the file for that tool alone; everything when others follow.
+    let reads = if then_all {
+        xlens_analysis::base::load::Reads::Everything
+    } else {
+        tools::find(tool)?.info().reads
+    };
+    let mut partial_read = None;
     let mut best_read = f64::MAX;
     let mut best_decode = f64::MAX;
     let mut best_tool = f64::MAX;
@@ -57,12 +64,13 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
         // As `xlens tool` reads it.
         let bytes = crate::mapped::map(&host)?;
         let t1 = Instant::now();
-        let profile = xlens_analysis::base::load::decode_bytes(&bytes, host.format)
+        let profile = xlens_analysis::base::load::decode_bytes_for(&bytes, host.format, reads)
             .map_err(|e| anyhow::anyhow!("{}: {e}", host.path.display()))?;
         let t2 = Instant::now();
         bytes_len = bytes.bytes().len();
         drop(bytes);
         events = profile.event_count();
+        partial_read.clone_from(&profile.partial_read);
         model_bytes = profile.heap_bytes();
         let analysis = Arc::new(Analysis::new(Arc::new(profile)));
         let one = vec![xlens_store::Session {
@@ -111,6 +119,7 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
         "file": host.path.display().to_string(),
         "bytes": bytes_len,
         "events": events,
+        "partial_read": partial_read,
         "reps": reps,
         "read_s": best_read,
         "decode_s": best_decode,

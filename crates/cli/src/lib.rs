@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use xlens_analysis::base::context::{Analysis, Run};
+use xlens_analysis::base::load::Reads;
 use xlens_analysis::tools;
 use xlens_store::Session;
 
@@ -603,8 +604,24 @@ fn run_tool_command(m: &clap::ArgMatches) -> Result<()> {
     let tool = tools::find(name)?;
     let common =
         <ToolCommon as clap::FromArgMatches>::from_arg_matches(m).unwrap_or_else(|e| e.exit());
-    let run = open_run(&common.path, common.host.as_deref(), common.run.as_deref())?;
+    let reads = tool.info().reads;
+    let run = open_run_reading(
+        &common.path,
+        common.host.as_deref(),
+        common.run.as_deref(),
+        reads,
+    )?;
     let out = tool.run_args(&run, m)?;
+    for h in &run.hosts {
+        if let Some(note) = h
+            .analysis
+            .as_ref()
+            .ok()
+            .and_then(|a| a.profile().partial_read.clone())
+        {
+            eprintln!("xlens: {}: read for {name}: {note}", h.path().display());
+        }
+    }
     let f = common.format.unwrap_or(if common.json {
         Format::Json
     } else {
@@ -1090,6 +1107,16 @@ fn export(
 /// The run below `path` (narrowed to `run` and `host`), its host files memory-mapped and
 /// decoded on first use.
 pub fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Run> {
+    open_run_reading(path, host, run, Reads::Everything)
+}
+
+/// [`open_run`], each file read only as far as `reads` says (for one tool run alone).
+pub fn open_run_reading(
+    path: &Path,
+    host: Option<&str>,
+    run: Option<&str>,
+    reads: Reads,
+) -> Result<Run> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {
         let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
@@ -1103,8 +1130,8 @@ pub fn open_run(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Ru
         }
     }
     let sessions = tools::select_host(&sessions, host)?;
-    Ok(Run::new(sessions, |h| {
-        mapped::load(h)
+    Ok(Run::new(sessions, move |h| {
+        mapped::load_for(h, reads)
             .map(|p| Arc::new(Analysis::new(Arc::new(p))))
             .map_err(|e| e.to_string())
     }))

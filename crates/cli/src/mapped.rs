@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Once;
-use xlens_analysis::base::load::{decode_bytes, LoadError};
+use xlens_analysis::base::load::{decode_bytes_for, LoadError, Reads};
 use xlens_model::Profile;
 use xlens_store::{FileBytes, HostFile};
 
@@ -69,8 +69,13 @@ pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
 
 /// Loads a host file through a mapping.
 pub fn load(file: &HostFile) -> Result<Profile, LoadError> {
+    load_for(file, Reads::Everything)
+}
+
+/// [`load`], reading only what `reads` says.
+pub fn load_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
     let bytes = map(file)?;
-    decode_bytes(&bytes, file.format).map_err(|source| LoadError::Decode {
+    decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
         path: file.path.clone(),
         source,
     })

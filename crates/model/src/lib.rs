@@ -100,6 +100,9 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// Problems the importer found and worked around (never silently).
     pub import_warnings: Vec<String>,
+    /// When the importer was asked to read only what one tool needs: what it left out, with
+    /// counts (such a profile answers that tool, and nothing else is asked of it).
+    pub partial_read: Option<String>,
 }
 
 impl Profile {

@@ -31,6 +31,15 @@ pub fn load_host(file: &HostFile) -> Result<Profile, LoadError> {
     load_path(&file.path, file.format)
 }
 
+/// [`load_host`], reading only what `reads` says.
+pub fn load_host_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
+    let bytes = xlens_store::read_path(&file.path, file.format)?;
+    decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
+        path: file.path.clone(),
+        source,
+    })
+}
+
 /// Loads any profile path (format from its name, `.xplane.pb` assumed otherwise).
 pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, LoadError> {
     let bytes = xlens_store::read_path(path, format)?;
@@ -40,14 +49,39 @@ pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, Load
     })
 }
 
+/// What a load reads of a file: everything, or only what one tool needs (a tool says which in
+/// [`crate::base::tool::Tool::READS`]; the command line reads that much when it runs that tool
+/// alone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reads {
+    #[default]
+    Everything,
+    /// PyTorch traces: the GPU's activity, the runtime's launch calls and annotations, without
+    /// host-side operator and Python slices or launch flow arrows
+    /// ([`xlens_chrome::GPU_ACTIVITY`]); other formats are read whole.
+    GpuActivity,
+}
+
 /// Decodes bytes from the store with the importer for `format` (the XSpace importer releases
 /// pages as it passes them).
 pub fn decode_bytes(
     bytes: &xlens_store::FileBytes,
     format: Format,
 ) -> Result<Profile, ImportError> {
+    decode_bytes_for(bytes, format, Reads::Everything)
+}
+
+/// [`decode_bytes`], reading only what `reads` says.
+pub fn decode_bytes_for(
+    bytes: &xlens_store::FileBytes,
+    format: Format,
+    reads: Reads,
+) -> Result<Profile, ImportError> {
     match format {
-        Format::ChromeTrace => Ok(xlens_chrome::decode(bytes.bytes())?),
+        Format::ChromeTrace => Ok(xlens_chrome::decode_with(
+            bytes.bytes(),
+            (reads == Reads::GpuActivity).then_some(xlens_chrome::GPU_ACTIVITY),
+        )?),
         Format::XSpace | Format::XSpaceRiegeli => {
             Ok(xlens_xspace::decode_with(bytes.bytes(), &|start, end| {
                 bytes.release_range(start, end)

@@ -62,6 +62,9 @@ pub struct ToolInfo {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
+    /// What it needs read of a file when it runs alone.
+    #[serde(skip)]
+    pub reads: crate::base::load::Reads,
 }
 
 /// A tool behind the registry, its types erased.
@@ -90,6 +93,7 @@ impl<T: Tool> AnyTool for Entry<T> {
             name: T::NAME,
             title: T::TITLE,
             description: T::DESCRIPTION,
+            reads: T::READS,
         }
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {

@@ -102,6 +102,9 @@ impl Tool for TemporalBreakdownTool {
     const DESCRIPTION: &'static str = "Per rank, the GPU's time split into idle, computation and non-compute work (HTA's temporal breakdown, for PyTorch traces).";
     type Params = NoParams;
     type Output = PerHost<TemporalBreakdown>;
+    /// GPU events, the launches they join to, and `ProfilerStep` annotations (see
+    /// [`crate::base::hta`]); host operator slices are not used.
+    const READS: crate::base::load::Reads = crate::base::load::Reads::GpuActivity;
 
     fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
         Ok(PerHost::of(Self::NAME, run, temporal_breakdown))

@@ -46,6 +46,18 @@ pub fn open_run(sessions: Vec<xlens_store::Session>) -> xlens_analysis::base::co
     })
 }
 
+/// [`open_run`], each host read only as far as `reads` says.
+pub fn open_run_for(
+    sessions: Vec<xlens_store::Session>,
+    reads: xlens_analysis::base::load::Reads,
+) -> xlens_analysis::base::context::Run {
+    xlens_analysis::base::context::Run::new(sessions, move |h| {
+        xlens_analysis::base::load::load_host_for(h, reads)
+            .map(|p| std::sync::Arc::new(analysis(p)))
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Runs tool `name` over `run` with query-string parameters, as the server does.
 pub fn run_tool(
     name: &str,
