@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release -p xlens --example many_hosts -- --hosts 64 --out DIR [--offset-ms 20] \
-//!     [--jitter-pct 3] [--slow 5:1.3,17:1.2] [--seed 1] [--link] FILE...
+//!     [--jitter-pct 3] [--slow 5:1.3,17:1.2] [--seed 1] [--link] [--strip-steps] FILE...
 //! ```
 //!
 //! Host `i` (named `hostNNN`) is a copy of `FILE[i % n]` whose clock is shifted by a
@@ -12,7 +12,8 @@
 //! straggler): every event's start within its line and its duration are multiplied. What was
 //! done to each host is written to `DIR.truth.json` (beside the folder) (`host`, `source`, `offset_ns`, `stretch`).
 //! `--link` hard-links the files instead (no offsets, no stretch): many hosts for the cost of
-//! one file on disk.
+//! one file on disk. `--strip-steps` removes the step annotations (every event with a `step_num` stat), as
+//! in a profile of a program that marks no steps. A `FILE` may be gzipped (`.xplane.pb.gz`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,11 +29,12 @@ struct Args {
     slow: HashMap<usize, f64>,
     seed: u64,
     link: bool,
+    strip_steps: bool,
     files: Vec<PathBuf>,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: many_hosts --hosts N --out DIR [--offset-ms 20] [--jitter-pct 3] [--slow I:F,...] [--seed 1] [--link] FILE...");
+    eprintln!("usage: many_hosts --hosts N --out DIR [--offset-ms 20] [--jitter-pct 3] [--slow I:F,...] [--seed 1] [--link] [--strip-steps] FILE...");
     std::process::exit(2)
 }
 
@@ -45,6 +47,7 @@ fn parse() -> Args {
         slow: HashMap::new(),
         seed: 1,
         link: false,
+        strip_steps: false,
         files: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -66,6 +69,7 @@ fn parse() -> Args {
                 }
             }
             "--link" => a.link = true,
+            "--strip-steps" => a.strip_steps = true,
             f if !f.starts_with("--") => a.files.push(PathBuf::from(f)),
             _ => usage(),
         }
@@ -123,16 +127,31 @@ fn main() {
             None => 1.0 + rng.unit() * a.jitter_pct / 100.0,
         };
         let space = decoded.entry(k).or_insert_with(|| {
-            let bytes = std::fs::read(src).unwrap_or_else(|e| {
-                eprintln!("cannot read {}: {e}", src.display());
-                std::process::exit(1)
-            });
-            XSpace::decode(bytes.as_slice()).unwrap_or_else(|e| {
+            let bytes =
+                xlens_store::read_path(src, xlens_store::Format::XSpace).unwrap_or_else(|e| {
+                    eprintln!("cannot read {}: {e}", src.display());
+                    std::process::exit(1)
+                });
+            XSpace::decode(bytes.bytes()).unwrap_or_else(|e| {
                 eprintln!("{} is not an XSpace: {e}", src.display());
                 std::process::exit(1)
             })
         });
         let mut s = space.clone();
+        if a.strip_steps {
+            for plane in &mut s.planes {
+                let step: Vec<i64> = plane
+                    .stat_metadata
+                    .iter()
+                    .filter(|(_, m)| m.name == "step_num")
+                    .map(|(id, _)| *id)
+                    .collect();
+                for line in &mut plane.lines {
+                    line.events
+                        .retain(|ev| !ev.stats.iter().any(|st| step.contains(&st.metadata_id)));
+                }
+            }
+        }
         for plane in &mut s.planes {
             for line in &mut plane.lines {
                 line.timestamp_ns = line.timestamp_ns.saturating_add(offset_ns);

@@ -335,12 +335,21 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
         }
     }
     if !r.clocks.is_empty() {
-        let _ = writeln!(o, "\nClocks (aligned on step ends):");
+        let _ = writeln!(
+            o,
+            "\nClocks (aligned on the ends of steps and collectives):"
+        );
         for c in &r.clocks {
             let _ = writeln!(
                 o,
-                "  {:<24} {:<32} raw {:>+14} ps  correction {:>+14} ps  residual {:>10} ps  ({} steps)",
-                c.host, c.basis, c.raw_offset_ps, c.correction_ps, c.residual_ps, c.matched_steps
+                "  {:<24} {:<32} raw {:>+14} ps  correction {:>+14} ps  residual {:>10} ps  ({} steps, {} collectives)",
+                c.host,
+                c.basis,
+                c.raw_offset_ps,
+                c.correction_ps,
+                c.residual_ps,
+                c.matched_steps,
+                c.matched_collectives
             );
         }
     }

@@ -749,7 +749,14 @@ fn summaries_into_a_bucket() {
     let mut listed: Vec<String> =
         serde_json::from_str(&emu.ask("ls run/summaries/")).expect("ls answer");
     listed.sort();
-    let tables = ["hosts", "modules", "ops", "step_breakdown", "steps"];
+    let tables = [
+        "collective_ends",
+        "hosts",
+        "modules",
+        "ops",
+        "step_breakdown",
+        "steps",
+    ];
     let expected: Vec<String> = tables
         .iter()
         .map(|t| format!("run/summaries/{t}/34.83.195.179_6003.parquet"))
@@ -763,7 +770,13 @@ fn summaries_into_a_bucket() {
         .arg(dir.join("plugins/profile/gpu_multi_worker"));
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    for t in ["steps", "step_breakdown", "ops", "modules"] {
+    for t in [
+        "steps",
+        "step_breakdown",
+        "ops",
+        "modules",
+        "collective_ends",
+    ] {
         let got = tmp.join(format!("{t}.parquet"));
         emu.ask(&format!(
             "get run/summaries/{t}/34.83.195.179_6003.parquet {}",

@@ -22,6 +22,15 @@ fn example(name: &str) -> PathBuf {
 /// A session of copies of the JAX fixture made by the generator with `args`, in a fresh folder
 /// named `name`: (its parent to remove, the session folder, the generator's truth).
 fn generate(name: &str, args: &[&str]) -> (PathBuf, PathBuf, Vec<Value>) {
+    generate_from(
+        name,
+        args,
+        "fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb",
+    )
+}
+
+/// [`generate`] from `file` (relative to the repository).
+fn generate_from(name: &str, args: &[&str], file: &str) -> (PathBuf, PathBuf, Vec<Value>) {
     let gen = example("many_hosts");
     assert!(
         gen.exists(),
@@ -36,7 +45,7 @@ fn generate(name: &str, args: &[&str]) -> (PathBuf, PathBuf, Vec<Value>) {
         .args(args)
         .arg("--out")
         .arg(&session)
-        .arg(root.join("fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"))
+        .arg(root.join(file))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -170,6 +179,74 @@ fn shifted_clocks_are_aligned_on_step_ends() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The trace viewer's clocks of a session (`extra`: more arguments).
+fn trace_clocks(session: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["tool", "trace_viewer", "--json", "--width", "10"])
+        .args(extra)
+        .arg(session)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["clocks"].as_array().unwrap().clone()
+}
+
+/// `xlens hosts`'s clocks of a session, from its summaries alone.
+fn summary_clocks(session: &std::path::Path) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["hosts", "--json", "--no-cache"])
+        .arg(session)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["clocks"].as_array().unwrap().clone()
+}
+
+/// The real JAX profile of a `psum` over 4 devices (`collective_bound`: one all-reduce per step,
+/// 10 steps annotated) copied to three hosts with known clock shifts. With its step annotations
+/// removed (a program that marks no steps), the hosts are still put back on one axis, exactly,
+/// by the ends of the all-reduces alone: every one of the 10 runs of `psum_invariant.7` (4
+/// devices' events each) matched. With the annotations, by steps and all-reduces together.
+#[test]
+fn shifted_clocks_are_aligned_on_collective_ends() {
+    let file = "fixtures/logdir_bottlenecks/plugins/profile/collective_bound/vm.xplane.pb.gz";
+    for strip in [true, false] {
+        let mut args = vec!["--hosts", "3", "--seed", "5", "--jitter-pct", "0"];
+        if strip {
+            args.push("--strip-steps");
+        }
+        let name = if strip { "nosteps" } else { "withsteps" };
+        let (dir, session, truth) = generate_from(name, &args, file);
+        let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
+        let aligned = trace_clocks(&session, &[]);
+        assert_eq!(aligned.len(), 3);
+        assert_eq!(aligned[0]["basis"], "reference");
+        for (i, c) in aligned.iter().enumerate().skip(1) {
+            assert_eq!(
+                c["basis"],
+                if strip {
+                    "collective ends"
+                } else {
+                    "step and collective ends"
+                },
+                "{c}"
+            );
+            assert_eq!(c["matched_steps"], if strip { 0 } else { 10 }, "{c}");
+            assert_eq!(c["matched_collectives"], 10, "{c}");
+            assert_eq!(
+                c["correction_ps"].as_i64().unwrap(),
+                -(offset(i) - offset(0)),
+                "{c}"
+            );
+            assert_eq!(c["residual_ps"], 0);
+        }
+        assert_eq!(summary_clocks(&session), aligned);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// The eight-host answers: only host005 straggles, by the generator's factor, in host compute;
 /// every op is on all 8 hosts, slowest on host005.
 fn check_eight(a: &Value, all: &Value, expected: f64) {
@@ -203,7 +280,7 @@ fn check_eight(a: &Value, all: &Value, expected: f64) {
 
 /// A session with an unreadable host file: the other hosts are still compared, the file is
 /// named with what is wrong, and the exit code says not every input was read. The summaries
-/// written next to the profiles and by `xlens summarize` are five Parquet tables per host.
+/// written next to the profiles and by `xlens summarize` are six Parquet tables per host.
 #[test]
 fn an_unreadable_host_is_named_and_the_rest_compared() {
     let (dir, session, _) = generate("broken", &["--hosts", "3", "--seed", "5"]);
@@ -236,7 +313,14 @@ fn an_unreadable_host_is_named_and_the_rest_compared() {
     assert!(!u["error"].as_str().unwrap().is_empty());
     assert_eq!(v["steps"]["hosts"].as_array().unwrap().len(), 3);
     assert_eq!(v["steps"]["hosts_without_steps"][0], "host003");
-    let tables = ["hosts", "steps", "step_breakdown", "ops", "modules"];
+    let tables = [
+        "hosts",
+        "steps",
+        "step_breakdown",
+        "ops",
+        "modules",
+        "collective_ends",
+    ];
     for t in tables {
         for h in ["host000", "host001", "host002"] {
             let p = session

@@ -341,17 +341,18 @@ function draw() {
   root.dataset.drawMs = ms.toFixed(2);
 }
 
-// Several hosts: how their clocks were put on one axis (aligned on step ends, or raw), with each
-// host's correction and residual skew in the tooltip.
+// Several hosts: how their clocks were put on one axis (aligned on the ends of steps and
+// collectives they share, or raw), with each host's correction and residual skew in the tooltip.
 function clockNote(d) {
   const cs = d.clocks || [];
   if (!cs.length) return '';
-  const aligned = cs.filter((c) => c.basis === 'step ends');
-  status.title = cs.map((c) => `${c.host}: ${c.basis}, raw offset ${fmt(c.raw_offset_ps)}, correction ${fmt(c.correction_ps)}, residual ${fmt(c.residual_ps)} over ${c.matched_steps} steps`).join('\n');
+  const aligned = cs.filter((c) => c.basis.endsWith(' ends') && !c.basis.startsWith('raw'));
+  status.title = cs.map((c) => `${c.host}: ${c.basis}, raw offset ${fmt(c.raw_offset_ps)}, correction ${fmt(c.correction_ps)}, residual ${fmt(c.residual_ps)} over ${c.matched_steps} steps and ${c.matched_collectives} collectives`).join('\n');
   if (!aligned.length) return ` · ${cs.length} hosts on their raw clocks`;
   const worst = aligned.reduce((a, c) => Math.max(a, Math.abs(c.correction_ps)), 0);
   const resid = aligned.reduce((a, c) => Math.max(a, c.residual_ps), 0);
-  return ` · ${cs.length} hosts' clocks aligned on step ends (${aligned.length} corrected, at most ${fmt(worst)}; residual skew ≤ ${fmt(resid)}; hover for each)`;
+  const on = [...new Set(aligned.map((c) => c.basis))].join(', ');
+  return ` · ${cs.length} hosts' clocks aligned on ${on} (${aligned.length} corrected, at most ${fmt(worst)}; residual skew ≤ ${fmt(resid)}; hover for each)`;
 }
 
 function drawRuler(W) {

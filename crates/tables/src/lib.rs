@@ -1,4 +1,4 @@
-//! Per-host summaries ([`HostSummary`]) as five Parquet tables that any engine reads (DataFusion
+//! Per-host summaries ([`HostSummary`]) as six Parquet tables that any engine reads (DataFusion
 //! in `xlens sql`, pandas, DuckDB, Spark), and back.
 //!
 //! One host file gives one Parquet file per table; a run's table is the union of its hosts'
@@ -22,7 +22,14 @@ use xlens_analysis::base::step_db::{StepRow, CATEGORIES};
 use xlens_analysis::base::summary::{HostSummary, ModuleSummary, OpSummary, SUMMARY_VERSION};
 
 /// The tables, in the order [`to_parquet`] returns them.
-pub const TABLES: [&str; 5] = ["hosts", "steps", "step_breakdown", "ops", "modules"];
+pub const TABLES: [&str; 6] = [
+    "hosts",
+    "steps",
+    "step_breakdown",
+    "ops",
+    "modules",
+    "collective_ends",
+];
 
 /// The version of the tables' schema, in `hosts.schema_version` (the summary's version: a
 /// change of either makes cached summaries stale).
@@ -97,6 +104,7 @@ pub fn schema(table: &str) -> Option<SchemaRef> {
             i64f("peak_temp_heap_bytes"),
             i64f("indefinite_bytes"),
         ],
+        "collective_ends" => vec![utf8("collective", false), i64f("end_ps")],
         _ => return None,
     };
     Some(Arc::new(Schema::new(
@@ -278,6 +286,21 @@ pub fn to_batches(s: &HostSummary) -> Result<Vec<(&'static str, RecordBatch)>, T
             ],
         )?,
     ));
+
+    let (se, ho) = key(s.collective_ends.len());
+    let c = &s.collective_ends;
+    out.push((
+        "collective_ends",
+        batch(
+            "collective_ends",
+            vec![
+                se,
+                ho,
+                Arc::new(StringArray::from_iter_values(c.iter().map(|c| &c.0))),
+                Arc::new(Int64Array::from_iter_values(c.iter().map(|c| c.1))),
+            ],
+        )?,
+    ));
     Ok(out)
 }
 
@@ -404,6 +427,7 @@ pub fn from_parquet(
         steps: Vec::new(),
         ops: Vec::new(),
         modules: Vec::new(),
+        collective_ends: Vec::new(),
     };
 
     let t = "steps";
@@ -506,6 +530,16 @@ pub fn from_parquet(
             peak_temp_heap_bytes: temp.value(i),
             indefinite_bytes: indef.value(i),
         })
+        .collect();
+
+    let t = "collective_ends";
+    let b = get(t)?;
+    let (name, end) = (
+        col::<StringArray>(&b, t, "collective")?,
+        col::<Int64Array>(&b, t, "end_ps")?,
+    );
+    s.collective_ends = (0..b.num_rows())
+        .map(|i| (text(name, i), end.value(i)))
         .collect();
     Ok(s)
 }

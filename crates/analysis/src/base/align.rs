@@ -1,25 +1,38 @@
 //! Clock alignment of the hosts of one run.
 //!
-//! Hosts' clocks disagree (each profile's times come from its own machine). In synchronous
-//! training every host ends a step together (the step's all-reduce makes them wait for each
-//! other), so the ends of steps of the same name must coincide. Each host's correction is the
-//! median, over the steps it shares with the reference host (the one with the most steps), of
-//! the reference's step end minus its own; the residual skew is the median distance left after
-//! the correction. A host sharing no step with the reference keeps its raw clock, and says so.
+//! Hosts' clocks disagree (each profile's times come from its own machine). Some events must
+//! end together on every host, so their ends say how far apart the clocks are:
+//! - the ends of steps of the same name (in synchronous training the step's all-reduce makes
+//!   every host wait for the others);
+//! - the ends of collectives whose participants all wait for each other (all-reduce,
+//!   all-gather, reduce-scatter, all-to-all: XLA's ops of those opcodes, NCCL's kernels of those
+//!   names), matched by op name and occurrence within the step they end in (or within the
+//!   profile, for a host without steps).
+//!
+//! Each host's correction is the median, over the events it shares with the reference host (the
+//! one with the most), of the reference's end minus its own; the residual skew is the median
+//! distance left after the correction. A host sharing none with the reference keeps its raw
+//! clock, and says so.
 
 use serde::Serialize;
+
+use crate::base::step_db::StepRow;
+use xlens_model::Profile;
 
 /// How one host was placed on the run's common axis.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct HostClock {
     // Fields in name order, as the trace viewer's JSON writes keys.
-    /// `step ends` (aligned), `reference` (the host others are aligned to), `raw clock`
-    /// (no step shared with the reference, or alignment off), `raw clock (step ends disagree)`
-    /// (too few shared steps, or a residual over half the correction: the figures stay here).
+    /// `step ends`, `collective ends` or `step and collective ends` (aligned on those),
+    /// `reference` (the host others are aligned to), `raw clock` (nothing shared with the
+    /// reference, or alignment off), `raw clock (ends disagree)` (fewer than [`MIN_STEPS`]
+    /// shared ends, or a residual over half the correction: the figures stay here).
     pub basis: &'static str,
     /// Added by the alignment (0 when not aligned).
     pub correction_ps: i64,
     pub host: String,
+    /// Collective ends matched with the reference host's.
+    pub matched_collectives: usize,
     /// Steps matched with the reference host.
     pub matched_steps: usize,
     /// From the profiles' own clocks (start times), before any correction.
@@ -28,7 +41,8 @@ pub struct HostClock {
     pub residual_ps: i64,
 }
 
-/// Steps a host must share with the reference for its correction to be used.
+/// Ends (of steps and collectives together) a host must share with the reference for its
+/// correction to be used.
 pub const MIN_STEPS: usize = 3;
 
 fn median(v: &mut [i64]) -> i64 {
@@ -39,65 +53,176 @@ fn median(v: &mut [i64]) -> i64 {
     v[v.len() / 2]
 }
 
-/// The corrections for hosts with raw offsets `raw[h]` and step ends `ends[h]` (step name, end
-/// on the host's own axis).
-pub fn align(hosts: &[String], raw: &[i64], ends: &[Vec<(String, i64)>]) -> Vec<HostClock> {
-    let reference = (0..hosts.len()).max_by_key(|&h| (ends[h].len(), std::cmp::Reverse(h)));
-    let Some(r) = reference.filter(|&r| !ends[r].is_empty()) else {
-        return hosts
-            .iter()
-            .zip(raw)
-            .map(|(h, &o)| HostClock {
-                host: h.clone(),
-                raw_offset_ps: o,
-                correction_ps: 0,
-                residual_ps: 0,
-                matched_steps: 0,
-                basis: "raw clock",
-            })
+/// The corrections for hosts with raw offsets `raw[h]`, step ends `ends[h]` (step name, end on
+/// the host's own axis) and collective ends `collectives[h]` (from [`collective_ends`]; empty
+/// when not known).
+pub fn align(
+    hosts: &[String],
+    raw: &[i64],
+    ends: &[Vec<(String, i64)>],
+    collectives: &[Vec<(String, i64)>],
+) -> Vec<HostClock> {
+    let shared = |h: usize| ends[h].len() + collectives.get(h).map_or(0, Vec::len);
+    let reference = (0..hosts.len()).max_by_key(|&h| (shared(h), std::cmp::Reverse(h)));
+    let unaligned = |h: usize, basis| HostClock {
+        host: hosts[h].clone(),
+        raw_offset_ps: raw[h],
+        correction_ps: 0,
+        residual_ps: 0,
+        matched_collectives: 0,
+        matched_steps: 0,
+        basis,
+    };
+    let Some(r) = reference.filter(|&r| shared(r) > 0) else {
+        return (0..hosts.len())
+            .map(|h| unaligned(h, "raw clock"))
             .collect();
     };
-    let at_ref: std::collections::HashMap<&str, i64> = ends[r]
-        .iter()
-        .map(|(n, e)| (n.as_str(), e.saturating_add(raw[r])))
-        .collect();
+    type At<'a> = std::collections::HashMap<&'a str, i64>;
+    fn at(v: &[(String, i64)], shift: i64) -> At<'_> {
+        v.iter()
+            .map(|(n, e)| (n.as_str(), e.saturating_add(shift)))
+            .collect()
+    }
+    let steps_at_ref = at(&ends[r], raw[r]);
+    let none = Vec::new();
+    let colls_at_ref = at(collectives.get(r).unwrap_or(&none), raw[r]);
     (0..hosts.len())
         .map(|h| {
-            let mut d: Vec<i64> = ends[h]
-                .iter()
-                .filter_map(|(n, e)| Some(at_ref.get(n.as_str())? - e.saturating_add(raw[h])))
-                .collect();
-            let matched = d.len();
-            if h == r || matched == 0 {
+            let diffs = |mine: &[(String, i64)], theirs: &At<'_>| -> Vec<i64> {
+                mine.iter()
+                    .filter_map(|(n, e)| Some(theirs.get(n.as_str())? - e.saturating_add(raw[h])))
+                    .collect()
+            };
+            let mut d = diffs(&ends[h], &steps_at_ref);
+            let steps = d.len();
+            d.extend(diffs(collectives.get(h).unwrap_or(&none), &colls_at_ref));
+            let colls = d.len() - steps;
+            if h == r || d.is_empty() {
                 return HostClock {
-                    host: hosts[h].clone(),
-                    raw_offset_ps: raw[h],
-                    correction_ps: 0,
-                    residual_ps: 0,
-                    matched_steps: matched,
-                    basis: if h == r { "reference" } else { "raw clock" },
+                    matched_collectives: colls,
+                    matched_steps: steps,
+                    ..unaligned(h, if h == r { "reference" } else { "raw clock" })
                 };
             }
             let c = median(&mut d);
             let mut left: Vec<i64> = d.iter().map(|x| (x - c).abs()).collect();
             let residual = median(&mut left);
-            // Steps that do not end together (too few, or spread wider than the shift they
-            // would justify) say nothing about the clocks: keep the raw one, and say why.
-            let trusted = matched >= MIN_STEPS && residual.saturating_mul(2) <= c.abs().max(1);
+            // Ends that do not coincide (too few, or spread wider than the shift they would
+            // justify) say nothing about the clocks: keep the raw one, and say why.
+            let trusted = d.len() >= MIN_STEPS && residual.saturating_mul(2) <= c.abs().max(1);
             HostClock {
                 host: hosts[h].clone(),
                 raw_offset_ps: raw[h],
                 correction_ps: if trusted { c } else { 0 },
                 residual_ps: residual,
-                matched_steps: matched,
-                basis: if trusted {
-                    "step ends"
-                } else {
-                    "raw clock (step ends disagree)"
+                matched_collectives: colls,
+                matched_steps: steps,
+                basis: match (trusted, steps > 0, colls > 0) {
+                    (false, _, _) => "raw clock (ends disagree)",
+                    (true, true, false) => "step ends",
+                    (true, false, true) => "collective ends",
+                    _ => "step and collective ends",
                 },
             }
         })
         .collect()
+}
+
+/// Opcode names of [`crate::base::hlo::COINCIDENT_OPCODES`] as NCCL spells them in its kernels'
+/// names (`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_AllGather_RING_LL`, older
+/// `ncclAllReduceRingLLKernel_sum_f32`).
+const NCCL_COINCIDENT: &[&str] = &["AllReduce", "AllGather", "ReduceScatter", "AllToAll"];
+
+/// The ends of a host's collectives that every participant finishes together, keyed so the same
+/// collective has the same key on every host: `NAME #k in STEP` (the k-th run of op `NAME`
+/// ending within step `STEP` of `steps`), or `NAME #k` for a host without steps. A run is the
+/// overlapping events of one op over the host's devices (each device runs its part of the
+/// collective at the same time); its end is the last of theirs. Runs ending outside every step
+/// of a host with steps are left out (their order depends on where the profile starts).
+pub fn collective_ends(p: &Profile, steps: &[StepRow]) -> Vec<(String, i64)> {
+    let (_, lines) = crate::base::ops::op_lines(p);
+    let hlo = crate::base::hlo::instructions_with(p, crate::base::hlo::COINCIDENT_OPCODES);
+    let category = p.key("hlo_category");
+    let mut by_op: std::collections::BTreeMap<&str, Vec<(i64, i64)>> = Default::default();
+    for (plane, line) in lines {
+        let ev = &line.events;
+        // Whether each metadata entry is a coincident collective, decided once per entry.
+        let mut is: Vec<Option<Option<&str>>> = vec![None; plane.event_metadata.len()];
+        for i in 0..ev.len() {
+            let m = ev.meta(i) as usize;
+            let Some(slot) = is.get_mut(m) else {
+                continue;
+            };
+            let name = *slot.get_or_insert_with(|| {
+                let md = plane.event_metadata.get(m)?;
+                let name = p.str(crate::base::ops::op_name(p, md));
+                let nccl = name.starts_with("nccl")
+                    && name.contains("Kernel")
+                    && NCCL_COINCIDENT.iter().any(|op| name.contains(op));
+                let in_hlo = hlo.iter().any(|(_, set)| set.contains(name));
+                let by_category = category
+                    .and_then(|k| md.stats().get(k))
+                    .and_then(|v| v.as_str_id())
+                    .is_some_and(|c| crate::base::hlo::COINCIDENT_OPCODES.contains(&p.str(c)));
+                (nccl || in_hlo || by_category).then_some(name)
+            });
+            if let Some(name) = name {
+                by_op
+                    .entry(name)
+                    .or_default()
+                    .push((ev.start(i), ev.end(i)));
+            }
+        }
+    }
+    let mut steps: Vec<(i64, i64, &str)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s.begin_ps,
+                s.begin_ps.saturating_add(s.duration_ps),
+                s.name.as_str(),
+            )
+        })
+        .collect();
+    steps.sort_unstable();
+    let mut out = Vec::new();
+    for (name, mut runs) in by_op {
+        runs.sort_unstable();
+        let mut ends: Vec<i64> = Vec::new();
+        let mut open: Option<(i64, i64)> = None;
+        for (s, e) in runs {
+            match open {
+                Some((b, end)) if s <= end => open = Some((b, end.max(e))),
+                _ => {
+                    ends.extend(open.map(|(_, end)| end));
+                    open = Some((s, e));
+                }
+            }
+        }
+        ends.extend(open.map(|(_, e)| e));
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+        for end in ends {
+            let key = if steps.is_empty() {
+                ""
+            } else {
+                // The last step beginning before `end`, if `end` falls within it.
+                let k = steps.partition_point(|s| s.0 < end);
+                match k.checked_sub(1).map(|k| steps[k]) {
+                    Some((_, e, step)) if end <= e => step,
+                    _ => continue,
+                }
+            };
+            let n = seen.entry(key).or_insert(0);
+            *n += 1;
+            out.push(if key.is_empty() {
+                (format!("{name} #{n}"), end)
+            } else {
+                (format!("{name} #{n} in {key}"), end)
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -116,28 +241,51 @@ mod tests {
         let mut c = steps(-30);
         c.remove(0);
         c.push(("lonely".into(), 99));
-        let clocks = align(&names, &[0, 0, 0], &[steps(0), steps(70), c]);
+        let clocks = align(&names, &[0, 0, 0], &[steps(0), steps(70), c], &[]);
         assert_eq!(clocks[0].basis, "reference");
         assert_eq!((clocks[1].correction_ps, clocks[1].residual_ps), (-70, 0));
         assert_eq!((clocks[2].correction_ps, clocks[2].matched_steps), (30, 4));
         // Raw offsets count: a host placed 100 later by its start time needs 100 less.
-        let clocks = align(&names, &[0, 100, 0], &[steps(0), steps(0), steps(0)]);
+        let clocks = align(&names, &[0, 100, 0], &[steps(0), steps(0), steps(0)], &[]);
         assert_eq!(clocks[1].correction_ps, -100);
         // Two shared steps, or ends spread wider than the shift: not trusted.
         let short: Vec<Vec<(String, i64)>> = vec![steps(0)[..2].to_vec(), steps(70)[..2].to_vec()];
-        let c = align(&names[..2], &[0, 0], &short);
+        let c = align(&names[..2], &[0, 0], &short, &[]);
         assert_eq!(
             (c[1].correction_ps, c[1].basis),
-            (0, "raw clock (step ends disagree)")
+            (0, "raw clock (ends disagree)")
         );
         let mut noisy = steps(10);
         noisy[1].1 += 400;
         noisy[3].1 -= 300;
         noisy[4].1 += 500;
-        let c = align(&names[..2], &[0, 0], &[steps(0), noisy]);
+        let c = align(&names[..2], &[0, 0], &[steps(0), noisy], &[]);
         assert_eq!((c[1].correction_ps, c[1].residual_ps), (0, 300));
+        // Two shared steps are too few alone; with the collectives that end in them, enough.
+        let colls = |shift: i64| -> Vec<(String, i64)> {
+            (1..5)
+                .map(|i| (format!("all-reduce.1 #{i} in s0"), 200 * i + 100 + shift))
+                .collect()
+        };
+        let c = align(&names[..2], &[0, 0], &short, &[colls(0), colls(70)]);
+        assert_eq!(
+            (
+                c[1].correction_ps,
+                c[1].matched_steps,
+                c[1].matched_collectives
+            ),
+            (-70, 2, 4)
+        );
+        assert_eq!(c[1].basis, "step and collective ends");
+        let c = align(
+            &names[..2],
+            &[0, 0],
+            &[vec![], vec![]],
+            &[colls(0), colls(70)],
+        );
+        assert_eq!((c[1].correction_ps, c[1].basis), (-70, "collective ends"));
         // No steps anywhere: raw clocks.
-        let none = align(&names, &[0, 5, 9], &[vec![], vec![], vec![]]);
+        let none = align(&names, &[0, 5, 9], &[vec![], vec![], vec![]], &[]);
         assert!(none
             .iter()
             .all(|c| c.basis == "raw clock" && c.correction_ps == 0));

@@ -380,6 +380,7 @@ impl Run {
             .get_or_init(|| {
                 let mut hosts = Vec::with_capacity(self.hosts.len());
                 let mut ends = Vec::with_capacity(self.hosts.len());
+                let mut colls = Vec::with_capacity(self.hosts.len());
                 // Only the hosts of one capture share steps: several sessions (a whole log
                 // directory) keep their raw clocks.
                 let align = self.hosts.len() > 1
@@ -389,18 +390,22 @@ impl Run {
                     let a = h.analysis.as_ref().map_err(Clone::clone)?;
                     hosts.push((h.host().to_string(), a.profile.clone()));
                     if align {
+                        let db = a.step_db();
                         ends.push(
-                            a.step_db()
-                                .steps_all
+                            db.steps_all
                                 .iter()
                                 .map(|r| (r.name.clone(), r.begin_ps.saturating_add(r.duration_ps)))
                                 .collect(),
                         );
+                        colls.push(crate::base::align::collective_ends(
+                            &a.profile,
+                            &db.steps_all,
+                        ));
                     }
                 }
                 Ok(Arc::new(TraceIndex::build_aligned(
                     hosts,
-                    align.then_some(ends),
+                    align.then_some((ends, colls)),
                 )))
             })
             .clone()

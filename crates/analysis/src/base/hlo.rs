@@ -404,12 +404,34 @@ pub const COLLECTIVE_OPCODES: &[&str] = &[
     "collective-broadcast",
 ];
 
+/// The collectives whose participants all finish together: each waits for every other's data
+/// (an all-reduce's or all-gather's result needs every input), unlike a send, a receive, a
+/// permute or a broadcast. Their ends are what [`crate::base::align`] lines clocks up on.
+pub const COINCIDENT_OPCODES: &[&str] = &[
+    "all-reduce",
+    "all-reduce-done",
+    "all-gather",
+    "all-gather-done",
+    "reduce-scatter",
+    "all-to-all",
+    "ragged-all-to-all",
+];
+
 /// The collective instructions ([`COLLECTIVE_OPCODES`]) of every module of a profile, as
+/// (program id, instruction names); modules without one are left out.
+pub fn collective_instructions(p: &Profile) -> Vec<(Option<u64>, HashSet<&str>)> {
+    instructions_with(p, COLLECTIVE_OPCODES)
+}
+
+/// The instructions of every module of a profile whose opcode is one of `opcodes`, as
 /// (program id, instruction names), read from the serialized protos without decoding them
 /// (`HloProto.hlo_module` (1) -> `computations` (3) -> `instructions` (2) -> `name` (1),
 /// `opcode` (2)). Modules without one are left out.
-pub fn collective_instructions(p: &Profile) -> Vec<(Option<u64>, HashSet<&str>)> {
-    fn read(bytes: &[u8]) -> Option<HashSet<&str>> {
+pub fn instructions_with<'p>(
+    p: &'p Profile,
+    opcodes: &[&str],
+) -> Vec<(Option<u64>, HashSet<&'p str>)> {
+    fn read<'b>(bytes: &'b [u8], opcodes: &[&str]) -> Option<HashSet<&'b str>> {
         let text = |b| std::str::from_utf8(b).ok();
         let mut out = HashSet::new();
         for f in fields(bytes) {
@@ -432,7 +454,7 @@ pub fn collective_instructions(p: &Profile) -> Vec<(Option<u64>, HashSet<&str>)>
                             _ => {}
                         }
                     }
-                    if COLLECTIVE_OPCODES.contains(&opcode) {
+                    if opcodes.contains(&opcode) {
                         out.insert(name);
                     }
                 }
@@ -442,7 +464,7 @@ pub fn collective_instructions(p: &Profile) -> Vec<(Option<u64>, HashSet<&str>)>
     }
     hlo_protos(p)
         .into_iter()
-        .filter_map(|(_, pid, bytes)| Some((pid, read(bytes)?)))
+        .filter_map(|(_, pid, bytes)| Some((pid, read(bytes, opcodes)?)))
         .filter(|(_, set)| !set.is_empty())
         .collect()
 }

@@ -18,7 +18,7 @@ use xlens_store::HostFile;
 
 /// Bumped whenever what a summary holds, or how it is computed, changes (cached summaries of an
 /// older version are made again).
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// The memory space whose module peaks a summary keeps (0: device HBM / the default space).
 pub const MEMORY_SPACE: i64 = 0;
@@ -73,6 +73,10 @@ pub struct HostSummary {
     pub steps: Vec<StepRow>,
     pub ops: Vec<OpSummary>,
     pub modules: Vec<ModuleSummary>,
+    /// The ends of its collectives that every host finishes together, keyed by op, occurrence
+    /// and step ([`crate::base::align::collective_ends`]): what the clocks are aligned on,
+    /// with the step ends.
+    pub collective_ends: Vec<(String, i64)>,
 }
 
 impl HostSummary {
@@ -95,6 +99,7 @@ impl HostSummary {
             origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
             span_ps: p.span(),
             dropped_edges: db.dropped_edges,
+            collective_ends: crate::base::align::collective_ends(p, &db.steps_all),
             steps: db
                 .steps_all
                 .iter()
@@ -156,6 +161,7 @@ impl HostSummary {
             steps: Vec::new(),
             ops: Vec::new(),
             modules: Vec::new(),
+            collective_ends: Vec::new(),
         }
     }
 
@@ -348,7 +354,9 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
                     .collect()
             })
             .collect();
-        crate::base::align::align(&labels, &raw, &ends)
+        let colls: Vec<Vec<(String, i64)>> =
+            read.iter().map(|s| s.collective_ends.clone()).collect();
+        crate::base::align::align(&labels, &raw, &ends, &colls)
     } else {
         Vec::new()
     };

@@ -381,11 +381,12 @@ impl TraceIndex {
         Self::build_aligned(hosts, None)
     }
 
-    /// [`TraceIndex::build`], the hosts' clocks aligned on their step ends when `step_ends`
-    /// (per host: step name, end on the host's own axis) is given ([`crate::base::align`]).
+    /// [`TraceIndex::build`], the hosts' clocks aligned on the ends they share when `ends` is
+    /// given ([`crate::base::align`]): per host, its step ends (step name, end on the host's
+    /// own axis), and per host its collective ends ([`crate::base::align::collective_ends`]).
     pub fn build_aligned(
         hosts: Vec<(String, Arc<Profile>)>,
-        step_ends: Option<Vec<Vec<(String, i64)>>>,
+        ends: Option<(Vec<Vec<(String, i64)>>, Vec<Vec<(String, i64)>>)>,
     ) -> TraceIndex {
         // Common axis: align hosts whose clocks are known; others start at 0.
         let min_origin = hosts
@@ -413,11 +414,11 @@ impl TraceIndex {
         let clocks = if hosts.len() > 1 {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
             let raw: Vec<i64> = hosts.iter().map(|h| h.offset_ps).collect();
-            match &step_ends {
-                Some(ends) if ends.len() == hosts.len() => {
-                    crate::base::align::align(&names, &raw, ends)
+            match &ends {
+                Some((steps, colls)) if steps.len() == hosts.len() => {
+                    crate::base::align::align(&names, &raw, steps, colls)
                 }
-                _ => crate::base::align::align(&names, &raw, &vec![Vec::new(); hosts.len()]),
+                _ => crate::base::align::align(&names, &raw, &vec![Vec::new(); hosts.len()], &[]),
             }
         } else {
             Vec::new()

@@ -22,7 +22,8 @@ pub struct TraceViewerParams {
     /// Pixel width deciding the level of detail (default 1500).
     #[arg(long)]
     pub width: Option<u32>,
-    /// Several hosts: show their raw clocks instead of aligning them on their step ends.
+    /// Several hosts: show their raw clocks instead of aligning them on the ends of the steps
+    /// and collectives they share.
     #[arg(long)]
     #[serde(default)]
     pub no_align: bool,
