@@ -375,6 +375,9 @@ fn line_rank(name: &str) -> u8 {
     }
 }
 
+/// Per host, named ends on its own clock ([`crate::base::align`]).
+pub type HostEnds = Vec<Vec<(String, i64)>>;
+
 impl TraceIndex {
     /// Builds the index over hosts (each loaded once, shared with other tools).
     pub fn build(hosts: Vec<(String, Arc<Profile>)>) -> TraceIndex {
@@ -386,7 +389,7 @@ impl TraceIndex {
     /// own axis), and per host its collective ends ([`crate::base::align::collective_ends`]).
     pub fn build_aligned(
         hosts: Vec<(String, Arc<Profile>)>,
-        ends: Option<(Vec<Vec<(String, i64)>>, Vec<Vec<(String, i64)>>)>,
+        ends: Option<(HostEnds, HostEnds)>,
     ) -> TraceIndex {
         // Common axis: align hosts whose clocks are known; others start at 0.
         let min_origin = hosts
