@@ -179,23 +179,11 @@ fn shifted_clocks_are_aligned_on_step_ends() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The trace viewer's clocks of a session (`extra`: more arguments).
-fn trace_clocks(session: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+/// The `clocks` of `xlens ARGS... SESSION --json`.
+fn clocks_of(args: &[&str], session: &std::path::Path) -> Vec<Value> {
     let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["tool", "trace_viewer", "--json", "--width", "10"])
-        .args(extra)
-        .arg(session)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    v["clocks"].as_array().unwrap().clone()
-}
-
-/// `xlens hosts`'s clocks of a session, from its summaries alone.
-fn summary_clocks(session: &std::path::Path) -> Vec<Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["hosts", "--json", "--no-cache"])
+        .args(args)
+        .arg("--json")
         .arg(session)
         .output()
         .unwrap();
@@ -220,7 +208,7 @@ fn shifted_clocks_are_aligned_on_collective_ends() {
         let name = if strip { "nosteps" } else { "withsteps" };
         let (dir, session, truth) = generate_from(name, &args, file);
         let offset = |i: usize| truth[i]["offset_ns"].as_i64().unwrap() * 1000;
-        let aligned = trace_clocks(&session, &[]);
+        let aligned = clocks_of(&["tool", "trace_viewer", "--width", "10"], &session);
         assert_eq!(aligned.len(), 3);
         assert_eq!(aligned[0]["basis"], "reference");
         for (i, c) in aligned.iter().enumerate().skip(1) {
@@ -242,7 +230,8 @@ fn shifted_clocks_are_aligned_on_collective_ends() {
             );
             assert_eq!(c["residual_ps"], 0);
         }
-        assert_eq!(summary_clocks(&session), aligned);
+        // `xlens hosts` places the hosts from their summaries alone, the same way.
+        assert_eq!(clocks_of(&["hosts", "--no-cache"], &session), aligned);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
