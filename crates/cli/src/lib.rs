@@ -238,6 +238,22 @@ enum Cmd {
         /// Worker threads for summarising (default: the machine's cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Run the query on an Apache DataFusion Ballista cluster, given its scheduler
+        /// (df://HOST:PORT), instead of in this process; its executors read the tables' files
+        /// (the same paths, or bucket URLs). Needs a build with `--features distributed`.
+        #[arg(long, value_name = "URL")]
+        ballista: Option<String>,
+    },
+    /// A process of an Apache DataFusion Ballista cluster for `xlens sql --ballista`:
+    /// `xlens ballista scheduler --bind-port 50050`, `xlens ballista executor --scheduler-port
+    /// 50050 --bind-port 50051`, with Ballista's own flags (`xlens ballista scheduler --help`).
+    /// Needs a build with `--features distributed`.
+    Ballista {
+        #[arg(value_enum)]
+        role: BallistaRole,
+        /// Ballista's flags for that process.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
     /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
     BenchTrace {
@@ -476,7 +492,16 @@ where
             run,
             format,
             jobs,
-        } => sql_command(&query, &paths, run.as_deref(), format, hosts::jobs(jobs)),
+            ballista,
+        } => sql_command(
+            &query,
+            &paths,
+            run.as_deref(),
+            format,
+            hosts::jobs(jobs),
+            ballista.as_deref(),
+        ),
+        Cmd::Ballista { role, args } => ballista_command(role, args),
         Cmd::BenchTrace {
             file,
             synthetic,
@@ -867,6 +892,7 @@ fn sql_command(
     run: Option<&str>,
     format: Format,
     jobs: usize,
+    ballista: Option<&str>,
 ) -> Result<()> {
     let mut files: Vec<(&'static str, Vec<PathBuf>)> = xlens_tables::TABLES
         .iter()
@@ -925,11 +951,41 @@ fn sql_command(
             );
         }
     }
-    sql_run(query, files, format)
+    sql_run(query, files, format, ballista)
+}
+
+/// Which process of a Ballista cluster `xlens ballista` runs.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum BallistaRole {
+    Scheduler,
+    Executor,
+}
+
+#[cfg(feature = "distributed")]
+fn ballista_command(role: BallistaRole, args: Vec<std::ffi::OsString>) -> Result<()> {
+    let r = match role {
+        BallistaRole::Scheduler => xlens_distributed::scheduler(args),
+        BallistaRole::Executor => xlens_distributed::executor(args),
+    };
+    match r {
+        // Ballista's --help and --version.
+        Err(xlens_distributed::DistributedError::Arguments(e)) => e.exit(),
+        r => Ok(r.with_context(|| format!("Ballista {role:?}"))?),
+    }
+}
+
+#[cfg(not(feature = "distributed"))]
+fn ballista_command(_: BallistaRole, _: Vec<std::ffi::OsString>) -> Result<()> {
+    bail!("this xlens was built without Ballista: build it with `cargo build --release -p xlens --features distributed`")
 }
 
 #[cfg(feature = "sql")]
-fn sql_run(query: &str, files: Vec<(&'static str, Vec<PathBuf>)>, format: Format) -> Result<()> {
+fn sql_run(
+    query: &str,
+    files: Vec<(&'static str, Vec<PathBuf>)>,
+    format: Format,
+    ballista: Option<&str>,
+) -> Result<()> {
     let tables: Vec<xlens_sql::Table> = files
         .into_iter()
         .map(|(t, files)| xlens_sql::Table {
@@ -937,13 +993,18 @@ fn sql_run(query: &str, files: Vec<(&'static str, Vec<PathBuf>)>, format: Format
             files,
         })
         .collect();
-    // One message (DataFusion's errors nest the same text as their sources).
-    let batches = xlens_sql::query(query, &tables).map_err(|e| {
-        anyhow::anyhow!(
-            "{e}\n(tables: {}; their columns: docs/summary-tables.md)",
+    let hint = || {
+        format!(
+            "(tables: {}; their columns: docs/summary-tables.md)",
             xlens_tables::TABLES.join(", ")
         )
-    })?;
+    };
+    // One message (DataFusion's errors nest the same text as their sources).
+    let batches = match ballista {
+        None => xlens_sql::query(query, &tables).map_err(|e| anyhow::anyhow!("{e}\n{}", hint()))?,
+        Some(url) => sql_distributed(url, query, &tables)
+            .map_err(|e| anyhow::anyhow!("on the Ballista cluster at {url}: {e}\n{}", hint()))?,
+    };
     let out = match format {
         Format::Text => xlens_sql::to_text(&batches)? + "\n",
         Format::Csv => xlens_sql::to_csv(&batches)?,
@@ -952,8 +1013,31 @@ fn sql_run(query: &str, files: Vec<(&'static str, Vec<PathBuf>)>, format: Format
     write_stdout(&out)
 }
 
+#[cfg(feature = "distributed")]
+fn sql_distributed(
+    url: &str,
+    query: &str,
+    tables: &[xlens_sql::Table],
+) -> Result<Vec<xlens_sql::RecordBatch>> {
+    Ok(xlens_distributed::query(url, query, tables)?)
+}
+
+#[cfg(all(feature = "sql", not(feature = "distributed")))]
+fn sql_distributed(
+    _: &str,
+    _: &str,
+    _: &[xlens_sql::Table],
+) -> Result<Vec<xlens_sql::RecordBatch>> {
+    bail!("this xlens was built without Ballista: build it with `cargo build --release -p xlens --features distributed`")
+}
+
 #[cfg(not(feature = "sql"))]
-fn sql_run(_: &str, _: Vec<(&'static str, Vec<PathBuf>)>, _: Format) -> Result<()> {
+fn sql_run(
+    _: &str,
+    _: Vec<(&'static str, Vec<PathBuf>)>,
+    _: Format,
+    _: Option<&str>,
+) -> Result<()> {
     bail!("this xlens was built without SQL: build it with `cargo build --release -p xlens --features sql` (Apache DataFusion)")
 }
 

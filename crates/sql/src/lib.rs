@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
+pub use datafusion::arrow::array::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
@@ -40,6 +40,13 @@ fn url(p: &std::path::Path) -> Result<ListingTableUrl, SqlError> {
 /// A DataFusion session with `tables` registered.
 pub async fn context(tables: &[Table]) -> Result<SessionContext, SqlError> {
     let ctx = SessionContext::new();
+    register(&ctx, tables).await?;
+    Ok(ctx)
+}
+
+/// Registers `tables` in `ctx`, a local session or a distributed engine's client session (the
+/// same listing tables, so the same plan).
+pub async fn register(ctx: &SessionContext, tables: &[Table]) -> Result<(), SqlError> {
     for t in tables {
         if t.files.is_empty() {
             return Err(SqlError::Empty(t.name.clone()));
@@ -57,7 +64,7 @@ pub async fn context(tables: &[Table]) -> Result<SessionContext, SqlError> {
             .await?;
         ctx.register_table(t.name.as_str(), Arc::new(ListingTable::try_new(config)?))?;
     }
-    Ok(ctx)
+    Ok(())
 }
 
 /// Runs `sql` over `tables` on a runtime of its own.
