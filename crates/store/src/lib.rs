@@ -183,11 +183,16 @@ pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
     };
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
-    // A bare array of events starts with an object (or is empty); other JSON arrays (lists of
-    // names, say) are not traces.
-    let bare_array = t
-        .strip_prefix('[')
-        .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('{') | Some(']')));
+    // A bare array of events is empty or starts with an object, and its events have phases;
+    // other JSON arrays (lists of names, or of records such as the many-hosts generator's
+    // truth file) are not traces.
+    let bare_array =
+        t.strip_prefix('[')
+            .is_some_and(|rest| match rest.trim_start().chars().next() {
+                Some(']') => true,
+                Some('{') => text.contains("\"ph\""),
+                _ => false,
+            });
     let is_trace = bare_array || (t.starts_with('{') && text.contains("\"traceEvents\""));
     let rank = text.find("\"distributedInfo\"").and_then(|at| {
         let rest = &text[at..];
@@ -813,6 +818,8 @@ mod tests {
         assert!(sniff_head(br#"{"traceEvents": []}"#).0);
         assert!(!sniff_head(br#"["tpu-training", "tpu-inference"]"#).0);
         assert!(!sniff_head(br#"{"runs": [1, 2]}"#).0);
+        // Records that are not events (what examples/many_hosts.rs writes beside a session).
+        assert!(!sniff_head(br#"[{"host": "host000", "offset_ns": 2662463}]"#).0);
     }
 
     #[test]
