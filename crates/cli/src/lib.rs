@@ -1002,8 +1002,16 @@ fn sql_run(
     // One message (DataFusion's errors nest the same text as their sources).
     let batches = match ballista {
         None => xlens_sql::query(query, &tables).map_err(|e| anyhow::anyhow!("{e}\n{}", hint()))?,
-        Some(url) => sql_distributed(url, query, &tables)
-            .map_err(|e| anyhow::anyhow!("on the Ballista cluster at {url}: {e}\n{}", hint()))?,
+        Some(url) if !url.starts_with("df://") => {
+            bail!("--ballista takes the scheduler's address as df://HOST:PORT, not `{url}`")
+        }
+        Some(url) => sql_distributed(url, query, &tables).map_err(|e| {
+            anyhow::anyhow!(
+                "on the Ballista cluster at {url}: {e}\n(is a scheduler listening there, \
+                 `xlens ballista scheduler`, with executors registered?)\n{}",
+                hint()
+            )
+        })?,
     };
     let out = match format {
         Format::Text => xlens_sql::to_text(&batches)? + "\n",
