@@ -11,6 +11,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+mod plain;
+
 /// One trace event as written. Fields whose type varies between producers (numbers or strings)
 /// are kept as raw JSON text and read by the importer. Its `args` pairs are stored apart (see
 /// [`EventSeed`]), so that reading an event allocates nothing.
@@ -19,12 +21,12 @@ pub(crate) struct RawEvent<'a> {
     pub ph: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
     pub cat: Option<Cow<'a, str>>,
-    pub pid: Option<&'a RawValue>,
-    pub tid: Option<&'a RawValue>,
-    pub ts: Option<&'a RawValue>,
-    pub dur: Option<&'a RawValue>,
-    pub id: Option<&'a RawValue>,
-    pub id2: Option<&'a RawValue>,
+    pub pid: Option<Raw<'a>>,
+    pub tid: Option<Raw<'a>>,
+    pub ts: Option<Raw<'a>>,
+    pub dur: Option<Raw<'a>>,
+    pub id: Option<Raw<'a>>,
+    pub id2: Option<Raw<'a>>,
     pub bp: Option<Cow<'a, str>>,
     /// Where the `args` object's pairs are in the list they were added to, if it has one.
     pub args: Option<(u32, u32)>,
@@ -80,7 +82,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for OwnedEvent<'a> {
 }
 
 /// A key of `args` and its raw value.
-pub(crate) type Pair<'a> = (Cow<'a, str>, &'a RawValue);
+pub(crate) type Pair<'a> = (Cow<'a, str>, Raw<'a>);
+
+/// A top-level member of the file and its raw value.
+pub(crate) type Field<'a> = (Cow<'a, str>, &'a RawValue);
+
+/// The text of a JSON value as written (checked to be one JSON value), borrowed from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RawValue> for Raw<'a> {
+    fn from(v: &'a RawValue) -> Self {
+        Raw(v.get())
+    }
+}
 
 /// Reads one event, adding its `args` pairs (keys and raw values, in the order written, read in
 /// the same pass as the event) to `pairs`.
@@ -120,7 +141,9 @@ impl<'de: 'a, 'a> Visitor<'de> for EventSeed<'_, 'a> {
             let text = |m: &mut A| -> Result<Option<Cow<'a, str>>, A::Error> {
                 Ok(m.next_value::<Option<Borrowed<'de>>>()?.map(|b| b.0))
             };
-            let raw = |m: &mut A| m.next_value::<Option<&'de RawValue>>();
+            let raw = |m: &mut A| -> Result<Option<Raw<'a>>, A::Error> {
+                Ok(m.next_value::<Option<&'de RawValue>>()?.map(Raw::from))
+            };
             match k.0.as_ref() {
                 "ph" => once(&mut e.ph, text(&mut map)?, "ph")?,
                 "name" => once(&mut e.name, text(&mut map)?, "name")?,
@@ -191,7 +214,8 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsSeed<'_, 'a> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         while let Some(k) = map.next_key::<Borrowed<'de>>()? {
-            self.pairs.push((k.0, map.next_value::<&'de RawValue>()?));
+            self.pairs
+                .push((k.0, map.next_value::<&'de RawValue>()?.into()));
         }
         Ok(true)
     }
@@ -391,7 +415,7 @@ enum Msg<'a> {
     /// read as the rest of the top-level object (its fields the importer wants), `None` at the
     /// end of the file.
     Done {
-        tail: Option<Result<Vec<Pair<'a>>, ParseError>>,
+        tail: Option<Result<Vec<Field<'a>>, ParseError>>,
         at: usize,
     },
     Failed(ParseError),
@@ -465,18 +489,8 @@ fn second_part<'a>(
     let mut c = Cursor { text, pos: at };
     let mut batch = fresh();
     loop {
-        match c.event(skip) {
-            Ok(Element::Skipped(e)) => batch.events.push(e),
-            Ok(Element::Read(mut e)) => {
-                if let Some((from, to)) = e.event.args {
-                    let base = batch.pairs.len() as u32;
-                    batch
-                        .pairs
-                        .extend(e.pairs.drain(from as usize..to as usize));
-                    e.event.args = Some((base, base + (to - from)));
-                }
-                batch.events.push(e.event);
-            }
+        match c.event(skip, &mut batch.pairs) {
+            Ok(Element::Skipped(e) | Element::Read(e)) => batch.events.push(e),
             Err(err) => {
                 // Events before the error still reach the importer, as on one thread.
                 let _ = tx.send(Msg::Events(batch));
@@ -515,7 +529,8 @@ fn second_part<'a>(
 enum Element<'a> {
     /// Left out by the [`Skip`] in force: its phase, category and times.
     Skipped(RawEvent<'a>),
-    Read(OwnedEvent<'a>),
+    /// Read, its `args` pairs (if any) in the list given to [`Cursor::event`].
+    Read(RawEvent<'a>),
 }
 
 /// What [`skim`] finds of an event object without parsing it.
@@ -725,7 +740,7 @@ fn skipped_event<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
     }
     // Times that are not JSON values, and events without a time, are read in full (which says
     // what is wrong, or counts them).
-    let raw = |t: &'a str| serde_json::from_str::<&'a RawValue>(t).ok();
+    let raw = |t: &'a str| serde_json::from_str::<&'a RawValue>(t).ok().map(Raw::from);
     let ts = raw(k.ts?)?;
     let dur = match k.dur {
         Some(d) => Some(raw(d)?),
@@ -781,8 +796,13 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The event that starts here: skimmed past when `skip` leaves it out, else read.
-    fn event(&mut self, skip: Option<Skip>) -> Result<Element<'a>, ParseError> {
+    /// The event that starts here: skimmed past when `skip` leaves it out, else read, its
+    /// `args` pairs appended to `pairs`.
+    fn event(
+        &mut self,
+        skip: Option<Skip>,
+        pairs: &mut Vec<Pair<'a>>,
+    ) -> Result<Element<'a>, ParseError> {
         if let Some(skip) = skip.filter(|s| worth_skimming(self.text.as_bytes(), self.pos, s)) {
             if let Some(k) = skim(self.text, self.pos) {
                 if let Some(e) = skipped_event(&k, skip) {
@@ -791,12 +811,22 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
-        Ok(Element::Read(self.value()?))
+        if let Some((e, end)) = plain::event(self.text, self.pos, skip, pairs) {
+            self.pos = end;
+            return Ok(Element::Read(e));
+        }
+        let mut e: OwnedEvent<'a> = self.value()?;
+        if let Some((from, to)) = e.event.args {
+            let base = pairs.len() as u32;
+            pairs.extend(e.pairs.drain(from as usize..to as usize));
+            e.event.args = Some((base, base + (to - from)));
+        }
+        Ok(Element::Read(e.event))
     }
 
     /// The rest of the top-level object after the events array (from its `,` or `}`): the
     /// fields the importer wants, up to the end of the file.
-    fn object_tail(&mut self) -> Result<Vec<Pair<'a>>, ParseError> {
+    fn object_tail(&mut self) -> Result<Vec<Field<'a>>, ParseError> {
         let mut fields = Vec::new();
         while self.after_element(b'}')? {
             let key = self.key()?;
@@ -867,7 +897,7 @@ impl<'a> Cursor<'a> {
     fn member(
         &mut self,
         key: &str,
-        out: &mut Vec<(Cow<'a, str>, &'a RawValue)>,
+        out: &mut Vec<Field<'a>>,
         owned_key: Cow<'a, str>,
     ) -> Result<(), ParseError> {
         if KEPT_FIELDS.contains(&key) {
@@ -913,6 +943,8 @@ struct Walker<'a, 's> {
     sink: &'s mut dyn Sink,
     second: Option<Second<'a>>,
     skip: Option<Skip>,
+    /// The `args` pairs of the event being handed over.
+    pairs: Vec<Pair<'a>>,
 }
 
 impl<'a, 's> Walker<'a, 's> {
@@ -927,6 +959,7 @@ impl<'a, 's> Walker<'a, 's> {
             sink,
             second,
             skip,
+            pairs: Vec::new(),
         }
     }
 
@@ -1012,9 +1045,10 @@ impl<'a, 's> Walker<'a, 's> {
                     self.second = None;
                 }
             }
-            match self.c.event(self.skip)? {
+            self.pairs.clear();
+            match self.c.event(self.skip, &mut self.pairs)? {
                 Element::Skipped(e) => self.sink.event(&e, None),
-                Element::Read(e) => self.sink.event(&e.event, Args::of(&e.event, &e.pairs)),
+                Element::Read(e) => self.sink.event(&e, Args::of(&e, &self.pairs)),
             }
             if !self.c.after_element(b']')? {
                 return Ok(false);
@@ -1086,7 +1120,7 @@ impl<'a, 'b> Args<'a, 'b> {
     }
 
     /// The raw value of `key`.
-    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+    pub fn get(&self, key: &str) -> Option<Raw<'a>> {
         self.0.iter().find(|x| x.0 == key).map(|x| x.1)
     }
 }
@@ -1121,7 +1155,7 @@ pub(crate) enum Key {
 }
 
 impl Key {
-    pub fn of(raw: Option<&RawValue>) -> Key {
+    pub fn of(raw: Option<Raw<'_>>) -> Key {
         let Some(raw) = raw else {
             return Key::Num(0);
         };
@@ -1155,7 +1189,7 @@ impl fmt::Display for Key {
 /// 1661203463029566123000 ps), not through a double, which keeps only about 16 digits. Exponent
 /// forms go through a double. `None` when it is not a finite number or does not fit. (Epoch
 /// microseconds in picoseconds exceed `i64`: callers subtract an anchor.)
-pub(crate) fn micros_to_ps(raw: &RawValue) -> Option<i128> {
+pub(crate) fn micros_to_ps(raw: Raw<'_>) -> Option<i128> {
     plain_micros_to_ps(raw.get().as_bytes()).or_else(|| any_micros_to_ps(raw))
 }
 
@@ -1202,7 +1236,7 @@ fn plain_micros_to_ps(b: &[u8]) -> Option<i128> {
 }
 
 /// [`micros_to_ps`] of any form: quoted, signed, with an exponent.
-fn any_micros_to_ps(raw: &RawValue) -> Option<i128> {
+fn any_micros_to_ps(raw: Raw<'_>) -> Option<i128> {
     let mut t = raw.get().trim();
     if let Some(s) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
         t = s.trim();
@@ -1254,7 +1288,7 @@ mod tests {
 
     impl Sink for Record {
         fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
-            let r = |v: Option<&RawValue>| v.map(|v| v.get().to_string());
+            let r = |v: Option<Raw<'_>>| v.map(|v| v.get().to_string());
             self.0.push(format!(
                 "{}{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                 if e.skipped { "skipped " } else { "" },
@@ -1478,6 +1512,176 @@ mod tests {
         assert!(used > 10, "split points found: {used}");
     }
 
+    /// An event and its `args` as text, to compare readings.
+    fn show(e: &RawEvent<'_>, pairs: &[Pair<'_>]) -> String {
+        let r = |v: Option<Raw<'_>>| v.map(|v| v.get().to_string());
+        format!(
+            "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            e.skipped,
+            e.ph,
+            e.name,
+            e.cat,
+            r(e.pid),
+            r(e.tid),
+            r(e.ts),
+            r(e.dur),
+            r(e.id),
+            r(e.id2),
+            e.bp,
+            Args::of(e, pairs).map(|a| a
+                .0
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.get()))
+                .collect::<Vec<_>>())
+        )
+    }
+
+    /// Compares the plain reader with serde_json's reading on the object at `text[at]`: where
+    /// the plain reader reads it, serde_json reads the same event and ends at the same place;
+    /// where serde_json fails, the plain reader does not read it. Returns whether it was read
+    /// plainly.
+    fn same_as_serde(text: &str, at: usize, skip: Option<Skip>) -> bool {
+        let mut pairs = vec![(Cow::Borrowed("before"), Raw("1"))];
+        let plain = plain::event(text, at, skip, &mut pairs);
+        let mut c = Cursor { text, pos: at };
+        let general = with_skip(skip, || c.value::<OwnedEvent<'_>>());
+        match (plain, general) {
+            (None, _) => {
+                assert_eq!(pairs.len(), 1, "pairs left behind at {at}");
+                false
+            }
+            (Some((e, end)), Ok(g)) => {
+                assert_eq!(end, c.pos, "end of the event at {at}: {}", &text[at..]);
+                assert_eq!(
+                    show(&e, &pairs),
+                    show(&g.event, &g.pairs),
+                    "{}",
+                    &text[at..end]
+                );
+                assert_eq!(&pairs[..1], &[(Cow::Borrowed("before"), Raw("1"))]);
+                true
+            }
+            (Some((e, _)), Err(err)) => {
+                panic!(
+                    "read plainly but not by serde_json ({err}): {}",
+                    show(&e, &pairs)
+                )
+            }
+        }
+    }
+
+    /// The objects of the events array of a trace (file text), by serde_json's reading.
+    fn event_starts(text: &str) -> Vec<usize> {
+        let mut c = Cursor {
+            text,
+            pos: text.find("\"traceEvents\"").map_or(0, |i| i + 13),
+        };
+        c.pos += text[c.pos..].find('[').expect("an events array") + 1;
+        c.ws();
+        let mut starts = Vec::new();
+        while c.peek() == Some(b'{') {
+            starts.push(c.pos);
+            c.value::<IgnoredAny>().expect("an event");
+            if !c.after_element(b']').expect("the array goes on") {
+                break;
+            }
+        }
+        starts
+    }
+
+    #[test]
+    fn plain_events_read_as_serde_json_reads_them() {
+        let mut texts: Vec<String> = vec![TRICKY.to_string()];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
+        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let p = f.path();
+            if p.to_string_lossy().ends_with(".json.gz") {
+                let mut t = String::new();
+                std::io::Read::read_to_string(
+                    &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
+                    &mut t,
+                )
+                .expect("gunzip");
+                texts.push(t);
+            }
+        }
+        assert!(texts.len() >= 4, "{} traces", texts.len());
+        let skip = Skip {
+            complete_cats: &["cpu_op", "python_function"],
+            flow_cats: &["ac2g", "fwdbwd"],
+        };
+        let (mut events, mut plain) = (0, 0);
+        for t in &texts {
+            for at in event_starts(t) {
+                for s in [None, Some(skip)] {
+                    events += 1;
+                    plain += usize::from(same_as_serde(t, at, s));
+                }
+            }
+        }
+        // Real traces' events are nearly all plain (TRICKY's escaped name is not).
+        assert!(plain * 100 >= events * 95, "{plain} of {events}");
+        // Forms left to serde_json, and bad input: never read plainly unless serde_json reads
+        // the same.
+        let cases = [
+            r#"{"ph": "X", "name": "esc\"aped", "ts": 1}"#,
+            r#"{"ph": "X", "ts": 1, "ts": 2}"#,
+            r#"{"ph": "X", "ts": 1, "other": 1, "other": 2}"#,
+            r#"{"ph": "X", "args": {"a": 1, "a": 2}, "ts": 0}"#,
+            r#"{"ph": "X", "args": {}, "ts": 0}"#,
+            r#"{"ph": "X", "args": null, "ts": null, "name": null}"#,
+            r#"{"ph": 5}"#,
+            r#"{"ph": "X", "args": 5}"#,
+            r#"{"ph": "X", "args": {"k": [1, {"a": "\u00e9\n"}, -0.5e-3, true, false, null]}}"#,
+            r#"{"ts": 01}"#,
+            r#"{"ts": 1.}"#,
+            r#"{"ts": -}"#,
+            r#"{"ts": 1e}"#,
+            r#"{"ts": 1E+5, "dur": -0, "id": "0x1"}"#,
+            r#"{"ts": tru}"#,
+            r#"{"ts": NaN}"#,
+            r#"{"ts": 1,}"#,
+            r#"{"ts" 1}"#,
+            r#"{"ts": 1 "dur": 2}"#,
+            r#"{"name": "tab	in it"}"#,
+            r#"{"args": {"s": "bad \x escape"}}"#,
+            r#"{"args": {"s": "\u12g4"}}"#,
+            r#"{}"#,
+            r#"{ }"#,
+            r#"{"ph":"X","cat":"cpu_op","ts":1,"args":{"stream":7}}"#,
+            r#"{"ph":"X","cat":"cpu_op","ts":1,"args":{"Input Dims":[[1]]}}"#,
+            r#"{"args": {"deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}"#,
+        ];
+        let mut plain_cases = 0;
+        for c in cases {
+            for s in [None, Some(skip)] {
+                plain_cases += usize::from(same_as_serde(c, 0, s));
+            }
+        }
+        assert!(plain_cases >= 16, "{plain_cases}");
+        // Every cut and every one-byte change of an event with nested args.
+        let ev = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": "t", "ts": 12.5, "dur": 3, "args": {"Input Dims": [[2, 3], []], "s": "x\"y", "n": -1.5e3, "b": true, "z": null}}"#;
+        let mut read = 0;
+        for cut in 0..ev.len() {
+            same_as_serde(&ev[..cut], 0, None);
+        }
+        for i in 0..ev.len() {
+            for c in [
+                b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b'e', b' ', b'-', b'.',
+                b'n', 0x1f,
+            ] {
+                let mut m = ev.as_bytes().to_vec();
+                m[i] = c;
+                if let Ok(m) = String::from_utf8(m) {
+                    for s in [None, Some(skip)] {
+                        read += usize::from(same_as_serde(&m, 0, s));
+                    }
+                }
+            }
+        }
+        assert!(read > 100, "{read}");
+    }
+
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_string()).unwrap()
     }
@@ -1503,7 +1707,7 @@ mod tests {
             ("null", None),
         ];
         for (text, want) in cases {
-            assert_eq!(micros_to_ps(&raw(text)), want, "{text}");
+            assert_eq!(micros_to_ps(Raw::from(&*raw(text))), want, "{text}");
         }
     }
 
@@ -1538,7 +1742,7 @@ mod tests {
             let r = raw(&t);
             if let Some(v) = plain_micros_to_ps(r.get().as_bytes()) {
                 read += 1;
-                assert_eq!(Some(v), any_micros_to_ps(&r), "{t}");
+                assert_eq!(Some(v), any_micros_to_ps(Raw::from(&*r)), "{t}");
             }
         }
         assert!(read > 10_000, "{read}");
@@ -1546,9 +1750,12 @@ mod tests {
 
     #[test]
     fn ids_are_numbers_or_strings() {
-        assert_eq!(Key::of(Some(&raw("7"))), Key::Num(7));
-        assert_eq!(Key::of(Some(&raw("\"7\""))), Key::Num(7));
-        assert_eq!(Key::of(Some(&raw("\"Spans\""))), Key::Str("Spans".into()));
+        assert_eq!(Key::of(Some(Raw::from(&*raw("7")))), Key::Num(7));
+        assert_eq!(Key::of(Some(Raw::from(&*raw("\"7\"")))), Key::Num(7));
+        assert_eq!(
+            Key::of(Some(Raw::from(&*raw("\"Spans\"")))),
+            Key::Str("Spans".into())
+        );
         assert_eq!(Key::of(None), Key::Num(0));
     }
 }

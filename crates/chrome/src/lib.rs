@@ -43,7 +43,7 @@ mod json;
 
 use hashbrown::HashMap;
 pub use json::Skip;
-use json::{micros_to_ps, Args, Key, RawEvent, Sink};
+use json::{micros_to_ps, Args, Key, Raw, RawEvent, Sink};
 use serde_json::value::RawValue;
 use xlens_model::{
     encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
@@ -943,7 +943,7 @@ fn json_stat(p: &mut Profile, v: &serde_json::Value) -> Option<StatValue> {
 /// A raw JSON value as a stat: integers as `I64` (`U64` above `i64::MAX`), other numbers as
 /// `F64`, strings interned, booleans as 0/1, null as no value, arrays and objects as their JSON
 /// text.
-fn raw_stat(p: &mut Profile, v: &RawValue) -> StatValue {
+fn raw_stat(p: &mut Profile, v: Raw<'_>) -> StatValue {
     let t = v.get();
     match t.as_bytes().first() {
         Some(b'"') => {
@@ -975,7 +975,7 @@ fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: Args<'_, '_>, kernel: b
     let map = args.0;
     for (k, v) in map {
         let key = p.strings.intern(k);
-        let sv = raw_stat(p, v);
+        let sv = raw_stat(p, *v);
         encode_stat(out, key, sv);
         if k == "correlation" {
             if let StatValue::I64(c) = sv {

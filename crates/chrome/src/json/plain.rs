@@ -1,0 +1,307 @@
+//! A hand-written reader for trace events in their plain form, which is nearly every event a
+//! profiler writes: keys without escapes, each field the importer reads given once, the text
+//! fields (`ph`, `name`, `cat`, `bp`) strings without escapes (or `null`). Every value is still
+//! checked to be JSON. Anything else is left to serde_json (the caller's general path), which
+//! reads the rare forms and says what is wrong with bad input; this reader never reports an
+//! error itself, so the two cannot disagree on what is accepted.
+//!
+//! Why: serde_json's general path (a deserializer per event, keys matched through a visitor,
+//! `args` values through `RawValue`) was a third of a PyTorch trace's import.
+
+use super::{Pair, Raw, RawEvent, Skip};
+use std::borrow::Cow;
+
+/// Values nested deeper than this are left to serde_json (its own limit is 128).
+const MAX_DEPTH: u32 = 100;
+
+/// Reads the event object at `text[at]` (a `{`) when it is in the plain form: the event (its
+/// `args` pairs appended to `pairs`, as the general path does) and the position just past its
+/// `}`. `None`, with `pairs` as it was, when the event is not plain (or not well formed).
+pub(super) fn event<'a>(
+    text: &'a str,
+    at: usize,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+) -> Option<(RawEvent<'a>, usize)> {
+    let first = pairs.len();
+    let read = read(text, at, skip, pairs, first);
+    if read.is_none() {
+        pairs.truncate(first);
+    }
+    read
+}
+
+fn read<'a>(
+    text: &'a str,
+    at: usize,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+    first: usize,
+) -> Option<(RawEvent<'a>, usize)> {
+    let b = text.as_bytes();
+    if b.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut e = RawEvent::default();
+    let mut i = ws(b, at + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some((e, i + 1));
+    }
+    // One bit per field read, to leave repeated ones to the general path (an error there).
+    let mut seen = 0u16;
+    loop {
+        let (k0, k1) = plain_string(b, i)?;
+        i = ws(b, k1 + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        let field = match &text[k0..k1] {
+            "ph" => 0,
+            "name" => 1,
+            "cat" => 2,
+            "bp" => 3,
+            "pid" => 4,
+            "tid" => 5,
+            "ts" => 6,
+            "dur" => 7,
+            "id" => 8,
+            "id2" => 9,
+            "args" => 10,
+            _ => 15,
+        };
+        if field < 15 {
+            if seen & (1 << field) != 0 {
+                return None;
+            }
+            seen |= 1 << field;
+        }
+        match field {
+            0..=3 => {
+                let v = if is_null(b, i) {
+                    i += 4;
+                    None
+                } else {
+                    let (s0, s1) = plain_string(b, i)?;
+                    i = s1 + 1;
+                    Some(Cow::Borrowed(&text[s0..s1]))
+                };
+                match field {
+                    0 => e.ph = v,
+                    1 => e.name = v,
+                    2 => e.cat = v,
+                    _ => e.bp = v,
+                }
+            }
+            4..=9 => {
+                let end = value_end(b, i, 0)?;
+                let v = (!is_null(b, i)).then(|| Raw(&text[i..end]));
+                i = end;
+                match field {
+                    4 => e.pid = v,
+                    5 => e.tid = v,
+                    6 => e.ts = v,
+                    7 => e.dur = v,
+                    8 => e.id = v,
+                    _ => e.id2 = v,
+                }
+            }
+            10 => {
+                if is_null(b, i) {
+                    i += 4;
+                } else {
+                    let from = pairs.len() as u32;
+                    i = args(text, i, pairs)?;
+                    e.args = Some((from, pairs.len() as u32));
+                }
+            }
+            _ => i = value_end(b, i, 0)?,
+        }
+        i = ws(b, i);
+        match b.get(i) {
+            Some(b',') => i = ws(b, i + 1),
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    if let (Some(skip), Some(ph), Some(cat)) = (skip, &e.ph, &e.cat) {
+        // As the general path: an event with a `stream` arg is always kept.
+        if skip.wants_skipped(ph, cat) && !pairs[first..].iter().any(|(k, _)| k == "stream") {
+            pairs.truncate(first);
+            e.args = None;
+            e.skipped = true;
+        }
+    }
+    Some((e, i + 1))
+}
+
+/// The `args` object at `b[i]` (a `{`), its pairs appended to `pairs`; the position past its
+/// `}`.
+fn args<'a>(text: &'a str, mut i: usize, pairs: &mut Vec<Pair<'a>>) -> Option<usize> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        let (k0, k1) = plain_string(b, i)?;
+        i = ws(b, k1 + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        let end = value_end(b, i, 1)?;
+        pairs.push((Cow::Borrowed(&text[k0..k1]), Raw(&text[i..end])));
+        i = ws(b, end);
+        match b.get(i) {
+            Some(b',') => i = ws(b, i + 1),
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Past JSON white space from `i`.
+#[inline]
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn is_null(b: &[u8], i: usize) -> bool {
+    b.get(i..i + 4) == Some(b"null")
+}
+
+/// The contents of the string at `b[i]` (a `"`) when it has no escapes: (first byte, closing
+/// quote).
+#[inline]
+fn plain_string(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let start = i + 1;
+    let rest = b.get(start..)?;
+    let q = memchr::memchr2(b'"', b'\\', rest)?;
+    let s = &rest[..q];
+    if rest[q] != b'"' || s.iter().any(|&c| c < 0x20) {
+        return None;
+    }
+    Some((start, start + q))
+}
+
+/// The end of the JSON value at `b[i]` (no white space before it), checked as JSON; `None` when
+/// it is not one, or nests deeper than [`MAX_DEPTH`].
+fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string_end(b, i),
+        b'-' | b'0'..=b'9' => number_end(b, i),
+        b't' => (b.get(i..i + 4) == Some(b"true")).then_some(i + 4),
+        b'f' => (b.get(i..i + 5) == Some(b"false")).then_some(i + 5),
+        b'n' => is_null(b, i).then_some(i + 4),
+        b'[' => {
+            if depth >= MAX_DEPTH {
+                return None;
+            }
+            let mut j = ws(b, i + 1);
+            if b.get(j) == Some(&b']') {
+                return Some(j + 1);
+            }
+            loop {
+                j = ws(b, value_end(b, j, depth + 1)?);
+                match b.get(j)? {
+                    b',' => j = ws(b, j + 1),
+                    b']' => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'{' => {
+            if depth >= MAX_DEPTH {
+                return None;
+            }
+            let mut j = ws(b, i + 1);
+            if b.get(j) == Some(&b'}') {
+                return Some(j + 1);
+            }
+            loop {
+                if b.get(j) != Some(&b'"') {
+                    return None;
+                }
+                j = ws(b, string_end(b, j)?);
+                if b.get(j) != Some(&b':') {
+                    return None;
+                }
+                j = ws(b, value_end(b, ws(b, j + 1), depth + 1)?);
+                match b.get(j)? {
+                    b',' => j = ws(b, j + 1),
+                    b'}' => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The end of the string at `b[i]` (a `"`), escapes checked.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let q = j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b[j..q].iter().any(|&c| c < 0x20) {
+            return None;
+        }
+        if b[q] == b'"' {
+            return Some(q + 1);
+        }
+        // An escape.
+        match *b.get(q + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j = q + 2,
+            b'u' => {
+                let hex = b.get(q + 2..q + 6)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
+                }
+                j = q + 6;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The end of the number at `b[i]`: `-`, then `0` or digits not starting with 0, then
+/// optionally `.` and digits, then optionally an exponent.
+fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |b: &[u8], mut j: usize| -> Option<usize> {
+        let from = j;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        (j > from).then_some(j)
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match b.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(b, i)?,
+        _ => return None,
+    };
+    if b.get(i) == Some(&b'.') {
+        i = digits(b, i + 1)?;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        i = digits(b, i)?;
+    }
+    Some(i)
+}
