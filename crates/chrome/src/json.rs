@@ -1288,26 +1288,7 @@ mod tests {
 
     impl Sink for Record {
         fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
-            let r = |v: Option<Raw<'_>>| v.map(|v| v.get().to_string());
-            self.0.push(format!(
-                "{}{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-                if e.skipped { "skipped " } else { "" },
-                e.ph,
-                e.name,
-                e.cat,
-                r(e.pid),
-                r(e.tid),
-                r(e.ts),
-                r(e.dur),
-                r(e.id),
-                r(e.id2),
-                e.bp,
-                args.map(|a| a
-                    .0
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", v.get()))
-                    .collect::<Vec<_>>())
-            ));
+            self.0.push(show(e, args));
         }
         fn field(&mut self, key: &str, value: &RawValue) {
             self.0.push(format!("field {key} {}", value.get()));
@@ -1513,11 +1494,11 @@ mod tests {
     }
 
     /// An event and its `args` as text, to compare readings.
-    fn show(e: &RawEvent<'_>, pairs: &[Pair<'_>]) -> String {
+    fn show(e: &RawEvent<'_>, args: Option<Args<'_, '_>>) -> String {
         let r = |v: Option<Raw<'_>>| v.map(|v| v.get().to_string());
         format!(
-            "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            e.skipped,
+            "{}{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            if e.skipped { "skipped " } else { "" },
             e.ph,
             e.name,
             e.cat,
@@ -1528,7 +1509,7 @@ mod tests {
             r(e.id),
             r(e.id2),
             e.bp,
-            Args::of(e, pairs).map(|a| a
+            args.map(|a| a
                 .0
                 .iter()
                 .map(|(k, v)| format!("{k}={}", v.get()))
@@ -1553,8 +1534,8 @@ mod tests {
             (Some((e, end)), Ok(g)) => {
                 assert_eq!(end, c.pos, "end of the event at {at}: {}", &text[at..]);
                 assert_eq!(
-                    show(&e, &pairs),
-                    show(&g.event, &g.pairs),
+                    show(&e, Args::of(&e, &pairs)),
+                    show(&g.event, Args::of(&g.event, &g.pairs)),
                     "{}",
                     &text[at..end]
                 );
@@ -1564,7 +1545,7 @@ mod tests {
             (Some((e, _)), Err(err)) => {
                 panic!(
                     "read plainly but not by serde_json ({err}): {}",
-                    show(&e, &pairs)
+                    show(&e, Args::of(&e, &pairs))
                 )
             }
         }

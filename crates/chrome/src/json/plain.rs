@@ -204,43 +204,31 @@ fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
         b't' => (b.get(i..i + 4) == Some(b"true")).then_some(i + 4),
         b'f' => (b.get(i..i + 5) == Some(b"false")).then_some(i + 5),
         b'n' => is_null(b, i).then_some(i + 4),
-        b'[' => {
+        open @ (b'[' | b'{') => {
             if depth >= MAX_DEPTH {
                 return None;
             }
+            let close = if open == b'[' { b']' } else { b'}' };
             let mut j = ws(b, i + 1);
-            if b.get(j) == Some(&b']') {
+            if b.get(j) == Some(&close) {
                 return Some(j + 1);
             }
             loop {
+                if open == b'{' {
+                    // A member's key and colon.
+                    if b.get(j) != Some(&b'"') {
+                        return None;
+                    }
+                    j = ws(b, string_end(b, j)?);
+                    if b.get(j) != Some(&b':') {
+                        return None;
+                    }
+                    j = ws(b, j + 1);
+                }
                 j = ws(b, value_end(b, j, depth + 1)?);
-                match b.get(j)? {
+                match *b.get(j)? {
                     b',' => j = ws(b, j + 1),
-                    b']' => return Some(j + 1),
-                    _ => return None,
-                }
-            }
-        }
-        b'{' => {
-            if depth >= MAX_DEPTH {
-                return None;
-            }
-            let mut j = ws(b, i + 1);
-            if b.get(j) == Some(&b'}') {
-                return Some(j + 1);
-            }
-            loop {
-                if b.get(j) != Some(&b'"') {
-                    return None;
-                }
-                j = ws(b, string_end(b, j)?);
-                if b.get(j) != Some(&b':') {
-                    return None;
-                }
-                j = ws(b, value_end(b, ws(b, j + 1), depth + 1)?);
-                match b.get(j)? {
-                    b',' => j = ws(b, j + 1),
-                    b'}' => return Some(j + 1),
+                    c if c == close => return Some(j + 1),
                     _ => return None,
                 }
             }
