@@ -50,12 +50,8 @@ fn read<'a>(
     // One bit per field read, to leave repeated ones to the general path (an error there).
     let mut seen = 0u16;
     loop {
-        let (k0, k1) = plain_string(b, i)?;
-        i = ws(b, k1 + 1);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(b, i + 1);
+        let (k0, k1, v) = member_key(b, i)?;
+        i = v;
         let field = match &text[k0..k1] {
             "ph" => 0,
             "name" => 1,
@@ -147,12 +143,8 @@ fn args<'a>(text: &'a str, mut i: usize, pairs: &mut Vec<Pair<'a>>) -> Option<us
         return Some(i + 1);
     }
     loop {
-        let (k0, k1) = plain_string(b, i)?;
-        i = ws(b, k1 + 1);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(b, i + 1);
+        let (k0, k1, v) = member_key(b, i)?;
+        i = v;
         let end = value_end(b, i, 1)?;
         pairs.push((Cow::Borrowed(&text[k0..k1]), Raw(&text[i..end])));
         i = ws(b, end);
@@ -162,6 +154,18 @@ fn args<'a>(text: &'a str, mut i: usize, pairs: &mut Vec<Pair<'a>>) -> Option<us
             _ => return None,
         }
     }
+}
+
+/// The key (without escapes) of the object member at `b[i]`: its first byte, its closing quote
+/// and where the member's value starts.
+#[inline]
+fn member_key(b: &[u8], i: usize) -> Option<(usize, usize, usize)> {
+    let (k0, k1) = plain_string(b, i)?;
+    let colon = ws(b, k1 + 1);
+    if b.get(colon) != Some(&b':') {
+        return None;
+    }
+    Some((k0, k1, ws(b, colon + 1)))
 }
 
 /// Past JSON white space from `i`.
