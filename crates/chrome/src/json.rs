@@ -562,6 +562,11 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
     let mut key: Option<&str> = None;
     let mut i = at + 1;
     loop {
+        if depth > 1 {
+            // Inside a nested value only strings and brackets matter: past the rest at once
+            // (a byte at a time through the match below was most of a skim).
+            i += b.get(i..)?.iter().position(|&c| NESTED_STOPS[c as usize])?;
+        }
         let c = *b.get(i)?;
         match c {
             b'"' => {
@@ -669,6 +674,17 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
         }
     }
 }
+
+/// The bytes [`skim`] stops at inside a nested value: quotes and brackets.
+static NESTED_STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
 
 /// Whether the event at `b[at]` starts as one `skip` leaves out, written as Kineto writes events
 /// (`{"ph": "X", "cat": "cpu_op", ...`; a flow's `cat` comes later, so every flow qualifies): a
