@@ -11,7 +11,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+mod nested;
 mod plain;
+mod stops;
 
 /// One trace event as written. Fields whose type varies between producers (numbers or strings)
 /// are kept as raw JSON text and read by the importer. Its `args` pairs are stored apart (see
@@ -548,143 +550,126 @@ struct Skimmed<'a> {
     read_in_full: bool,
 }
 
+/// A `stream` string, as its bytes appear in JSON.
+static STREAM: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"stream\""));
+
 /// Scans the object at `text[at]` (a `{`) for its end and its `ph`, `cat`, `ts` and `dur`,
-/// checking strings and the nesting of brackets but not every JSON rule; `None` when it is not
-/// well formed that far (the caller then reads it with serde_json, which says what is wrong).
+/// checking its members' form (a string key, a colon, a value; commas between), strings and the
+/// nesting of brackets, but not every JSON rule inside values; `None` when it is not well formed
+/// that far (the caller then reads it with serde_json, which says what is wrong).
 fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
     let b = text.as_bytes();
     if b.get(at) != Some(&b'{') {
         return None;
     }
     let mut out = Skimmed::default();
-    // The open brackets, one bit each (1 for `{`), up to 64 deep.
-    let (mut stack, mut depth): (u64, u32) = (1, 1);
-    let mut key: Option<&str> = None;
-    let mut i = at + 1;
+    let mut i = skim_ws(b, at + 1);
+    if b.get(i) == Some(&b'}') {
+        out.end = i + 1;
+        return Some(out);
+    }
     loop {
-        if depth > 1 {
-            // Inside a nested value only strings and brackets matter: past the rest at once
-            // (a byte at a time through the match below was most of a skim).
-            i += b.get(i..)?.iter().position(|&c| NESTED_STOPS[c as usize])?;
+        let (k0, k1, escaped) = skim_string(b, i)?;
+        let key = &text[k0..k1];
+        out.read_in_full |= escaped || key == "stream";
+        i = skim_ws(b, k1 + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
         }
-        let c = *b.get(i)?;
-        match c {
+        i = skim_ws(b, i + 1);
+        let slot = match key {
+            "ph" => Some(&mut out.ph),
+            "cat" => Some(&mut out.cat),
+            "ts" => Some(&mut out.ts),
+            "dur" => Some(&mut out.dur),
+            _ => None,
+        };
+        match *b.get(i)? {
             b'"' => {
-                let start = i + 1;
-                let mut j = start;
-                let mut escaped = false;
-                loop {
-                    // Most strings are short keys: a plain look at their first bytes, then a
-                    // vectorised search.
-                    let rest = b.get(j..)?;
-                    let near = rest.iter().take(16).position(|&c| c == b'"' || c == b'\\');
-                    j += match near {
-                        Some(n) => n,
-                        None if rest.len() <= 16 => return None,
-                        None => 16 + memchr::memchr2(b'"', b'\\', &rest[16..])?,
+                let (v0, v1, escaped) = skim_string(b, i)?;
+                let value = &text[v0..v1];
+                out.read_in_full |= value == "stream";
+                if let Some(slot) = slot {
+                    // Times keep their raw text, quotes included.
+                    let value = if matches!(key, "ts" | "dur") {
+                        &text[i..v1 + 1]
+                    } else {
+                        value
                     };
-                    if b[j] == b'"' {
-                        break;
-                    }
-                    escaped = true;
-                    j += 2;
+                    out.read_in_full |= slot.replace(value).is_some() || escaped;
                 }
-                let s = &text[start..j];
-                i = j + 1;
-                if s == "stream" {
-                    out.read_in_full = true;
-                }
-                if depth == 1 {
-                    while b
-                        .get(i)
-                        .is_some_and(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-                    {
-                        i += 1;
-                    }
-                    if b.get(i) == Some(&b':') {
-                        i += 1;
-                        while b
-                            .get(i)
-                            .is_some_and(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-                        {
-                            i += 1;
-                        }
-                        if escaped {
-                            out.read_in_full = true;
-                        }
-                        key = Some(s);
-                        continue;
-                    }
-                    let (slot, value) = match key.take() {
-                        Some("ph") => (&mut out.ph, s),
-                        Some("cat") => (&mut out.cat, s),
-                        // The raw text, quotes included, for times.
-                        Some("ts") => (&mut out.ts, &text[start - 1..j + 1]),
-                        Some("dur") => (&mut out.dur, &text[start - 1..j + 1]),
-                        _ => continue,
-                    };
-                    let again = slot.replace(value).is_some();
-                    out.read_in_full |= again || escaped;
-                }
+                i = v1 + 1;
             }
             b'{' | b'[' => {
-                if depth == 64 {
-                    return None;
-                }
-                stack = (stack << 1) | u64::from(c == b'{');
-                depth += 1;
-                key = None;
-                i += 1;
+                // A nested value: only its strings and brackets matter, found a block at a time.
+                let end = nested::value_end(b, i, 1)?;
+                // A `stream` string anywhere in it (or what merely looks like one).
+                out.read_in_full |= STREAM.find(&b[i..end]).is_some();
+                // Not a string: read in full (serde_json says what is wrong).
+                out.read_in_full |= slot.is_some();
+                i = end;
             }
-            b'}' | b']' => {
-                if (stack & 1 == 1) != (c == b'}') {
-                    return None;
-                }
-                stack >>= 1;
-                depth -= 1;
-                i += 1;
-                if depth == 0 {
-                    out.end = i;
-                    return Some(out);
-                }
-            }
-            b' ' | b'\t' | b'\r' | b'\n' | b',' | b':' => i += 1,
             _ => {
-                if depth == 1 {
-                    if let Some(k @ ("ts" | "dur" | "ph" | "cat")) = key.take() {
-                        let start = i;
-                        while b.get(i).is_some_and(|&c| {
-                            !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
-                        }) {
-                            i += 1;
-                        }
-                        let value = &text[start..i];
-                        let again = match k {
-                            "ts" => out.ts.replace(value).is_some(),
-                            "dur" => out.dur.replace(value).is_some(),
-                            // Not a string: read in full (serde_json says what is wrong).
-                            _ => true,
-                        };
-                        out.read_in_full |= again;
-                        continue;
-                    }
+                let start = i;
+                // Most are integers (times, ids): their digits eight at a time, then the rest.
+                i = stops::digits_end(b, i);
+                while b
+                    .get(i)
+                    .is_some_and(|&c| !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'))
+                {
+                    i += 1;
                 }
-                i += 1;
+                if let Some(slot) = slot {
+                    let again = slot.replace(&text[start..i]).is_some();
+                    // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
+                    out.read_in_full |= again || matches!(key, "ph" | "cat");
+                }
             }
+        }
+        i = skim_ws(b, i);
+        match *b.get(i)? {
+            b',' => i = skim_ws(b, i + 1),
+            b'}' => {
+                out.end = i + 1;
+                return Some(out);
+            }
+            _ => return None,
         }
     }
 }
 
-/// The bytes [`skim`] stops at inside a nested value: quotes and brackets.
-static NESTED_STOPS: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'"' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b'[' as usize] = true;
-    t[b']' as usize] = true;
-    t
-};
+/// Past JSON white space from `i`.
+#[inline]
+fn skim_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The string at `b[i]` (a `"`) as a skim sees it: its first byte, its closing quote, and
+/// whether it has escapes (a backslash passes the byte after it; nothing else is checked).
+#[inline]
+fn skim_string(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        j = stops::string_stop(b, j)?;
+        match b[j] {
+            b'"' => return Some((i + 1, j, escaped)),
+            b'\\' => {
+                escaped = true;
+                j += 2;
+            }
+            // A control character (not JSON, but a skim does not check).
+            _ => j += 1,
+        }
+    }
+}
 
 /// Whether the event at `b[at]` starts as one `skip` leaves out, written as Kineto writes events
 /// (`{"ph": "X", "cat": "cpu_op", ...`; a flow's `cat` comes later, so every flow qualifies): a
@@ -718,17 +703,12 @@ fn worth_skimming(b: &[u8], at: usize, skip: &Skip) -> bool {
                 return None;
             }
             let from = self.i + 1;
-            let n = self
-                .b
-                .get(from..)?
-                .iter()
-                .take(32)
-                .position(|&c| c == b'"' || c == b'\\')?;
-            if self.b[from + n] != b'"' {
+            let end = stops::string_stop(self.b, from)?;
+            if self.b[end] != b'"' {
                 return None;
             }
-            self.i = from + n + 1;
-            Some(&self.b[from..from + n])
+            self.i = end + 1;
+            Some(&self.b[from..end])
         }
     }
     let mut l = Look { b, i: at };
@@ -756,7 +736,12 @@ fn skipped_event<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
     }
     // Times that are not JSON values, and events without a time, are read in full (which says
     // what is wrong, or counts them).
-    let raw = |t: &'a str| serde_json::from_str::<&'a RawValue>(t).ok().map(Raw::from);
+    let raw = |t: &'a str| {
+        if plain::is_number(t.as_bytes()) {
+            return Some(Raw(t));
+        }
+        serde_json::from_str::<&'a RawValue>(t).ok().map(Raw::from)
+    };
     let ts = raw(k.ts?)?;
     let dur = match k.dur {
         Some(d) => Some(raw(d)?),
@@ -1565,6 +1550,99 @@ mod tests {
                 )
             }
         }
+    }
+
+    /// Whether [`skim`] leaves out the event at `text[at]`; when it does and serde_json reads
+    /// the event, both must agree on where it ends, that it is left out, and its phase,
+    /// category and times. (Inside values the skim checks only strings and brackets, as it
+    /// always has: what serde_json rejects there it may pass.)
+    fn skim_as_serde(text: &str, at: usize, skip: Skip) -> bool {
+        let Some(k) = skim(text, at) else {
+            return false;
+        };
+        let Some(e) = skipped_event(&k, skip) else {
+            return false;
+        };
+        let mut c = Cursor { text, pos: at };
+        let Ok(g) = with_skip(Some(skip), || c.value::<OwnedEvent<'_>>()) else {
+            return false;
+        };
+        assert_eq!(k.end, c.pos, "end of the event at {at}: {}", &text[at..]);
+        assert!(g.event.skipped, "{}", &text[at..k.end]);
+        assert_eq!(
+            (&e.ph, &e.cat, e.ts, e.dur),
+            (&g.event.ph, &g.event.cat, g.event.ts, g.event.dur),
+            "{}",
+            &text[at..k.end]
+        );
+        true
+    }
+
+    /// Every event of the committed traces that the skim leaves out is left out by serde_json
+    /// too, with the same end and times; so are odd forms and every one-byte change of one.
+    #[test]
+    fn skimmed_events_read_as_serde_json_reads_them() {
+        let skip = Skip {
+            complete_cats: &["cpu_op", "python_function"],
+            flow_cats: &["ac2g", "fwdbwd", "async_cpu_to_gpu"],
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
+        let (mut events, mut skimmed) = (0, 0);
+        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let p = f.path();
+            if !p.to_string_lossy().ends_with(".json.gz") {
+                continue;
+            }
+            let mut t = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
+                &mut t,
+            )
+            .expect("gunzip");
+            for at in event_starts(&t) {
+                events += 1;
+                skimmed += usize::from(skim_as_serde(&t, at, skip));
+            }
+        }
+        // Operator events and flows are most of a trace.
+        assert!(skimmed * 100 >= events * 30, "{skimmed} of {events}");
+        let cases = [
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2}"#,
+            r#"{"ph":"X","cat":"cpu_op","ts":"1.5","dur":2,"args":{"a":[[], [1, 2], {"b": "]}\"["}]}}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"k": "stream"}}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"stream": 1}}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "ts": 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "t\u0073": 1}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": [1]}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1,}"#,
+            r#"{"ph": "X", "cat": "cpu_op" "ts": 1}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"a": [}}"#,
+            r#"{"ph": "f", "cat": "ac2g", "id": 3, "ts": 4, "bp": "e"}"#,
+        ];
+        let mut read = 0;
+        for c in cases {
+            read += usize::from(skim_as_serde(c, 0, skip));
+        }
+        assert!(read >= 3, "{read}");
+        let ev = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 12.5, "dur": 3, "args": {"Input Dims": [[2, 3], []], "s": "x\"y", "n": -1.5e3, "b": true, "z": null}}"#;
+        assert!(skim_as_serde(ev, 0, skip));
+        let mut read = 0;
+        for cut in 0..ev.len() {
+            skim_as_serde(&ev[..cut], 0, skip);
+        }
+        for i in 0..ev.len() {
+            for c in [
+                b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', 0x1f,
+            ] {
+                let mut m = ev.as_bytes().to_vec();
+                m[i] = c;
+                if let Ok(m) = String::from_utf8(m) {
+                    read += usize::from(skim_as_serde(&m, 0, skip));
+                }
+            }
+        }
+        assert!(read > 100, "{read}");
     }
 
     /// The objects of the events array of a trace (file text), by serde_json's reading.

@@ -8,6 +8,7 @@
 //! Why: serde_json's general path (a deserializer per event, keys matched through a visitor,
 //! `args` values through `RawValue`) was a third of a PyTorch trace's import.
 
+use super::stops::{digits_end, string_stop};
 use super::{Pair, Raw, RawEvent, Skip};
 use std::borrow::Cow;
 
@@ -190,13 +191,8 @@ fn plain_string(b: &[u8], i: usize) -> Option<(usize, usize)> {
         return None;
     }
     let start = i + 1;
-    let rest = b.get(start..)?;
-    let q = memchr::memchr2(b'"', b'\\', rest)?;
-    let s = &rest[..q];
-    if rest[q] != b'"' || s.iter().any(|&c| c < 0x20) {
-        return None;
-    }
-    Some((start, start + q))
+    let q = string_stop(b, start)?;
+    (b[q] == b'"').then_some((start, q))
 }
 
 /// The end of the JSON value at `b[i]` (no white space before it), checked as JSON; `None` when
@@ -245,12 +241,12 @@ fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let q = j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
-        if b[j..q].iter().any(|&c| c < 0x20) {
-            return None;
-        }
-        if b[q] == b'"' {
-            return Some(q + 1);
+        let q = string_stop(b, j)?;
+        match b[q] {
+            b'"' => return Some(q + 1),
+            b'\\' => {}
+            // A control character.
+            _ => return None,
         }
         // An escape.
         match *b.get(q + 1)? {
@@ -267,15 +263,17 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// Whether `b` is one JSON number, nothing before or after it.
+pub(super) fn is_number(b: &[u8]) -> bool {
+    number_end(b, 0) == Some(b.len())
+}
+
 /// The end of the number at `b[i]`: `-`, then `0` or digits not starting with 0, then
 /// optionally `.` and digits, then optionally an exponent.
 fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
-    let digits = |b: &[u8], mut j: usize| -> Option<usize> {
-        let from = j;
-        while b.get(j).is_some_and(u8::is_ascii_digit) {
-            j += 1;
-        }
-        (j > from).then_some(j)
+    let digits = |b: &[u8], j: usize| -> Option<usize> {
+        let end = digits_end(b, j);
+        (end > j).then_some(end)
     };
     if b.get(i) == Some(&b'-') {
         i += 1;
