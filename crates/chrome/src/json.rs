@@ -39,11 +39,14 @@ pub(crate) struct RawEvent<'a> {
 /// Events not to import (a read for one tool that does not use them): complete (`X`) events of
 /// `complete_cats` and flow points (`s`, `t`, `f`) of `flow_cats`, unless they have a `stream`
 /// arg. They are still parsed (the file is checked as a whole) and their times still set the
-/// trace's span and time axis, as in a full read; they are not added to the profile.
+/// trace's span and time axis, as in a full read; they are not added to the profile. With
+/// `args_kept`, the slices that are read keep only those `args` (the rest are checked as JSON,
+/// not imported).
 #[derive(Debug, Clone, Copy)]
 pub struct Skip {
     pub complete_cats: &'static [&'static str],
     pub flow_cats: &'static [&'static str],
+    pub args_kept: Option<&'static [&'static str]>,
 }
 
 impl Skip {
@@ -1397,6 +1400,7 @@ mod tests {
         let skip = Skip {
             complete_cats: &["cpu_op"],
             flow_cats: &["ac2g"],
+            args_kept: None,
         };
         let (want, err) = with_skip(Some(skip), || run(SKIPPY, None));
         assert_eq!(err, None);
@@ -1585,6 +1589,7 @@ mod tests {
         let skip = Skip {
             complete_cats: &["cpu_op", "python_function"],
             flow_cats: &["ac2g", "fwdbwd", "async_cpu_to_gpu"],
+            args_kept: None,
         };
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
         let (mut events, mut skimmed) = (0, 0);
@@ -1684,6 +1689,7 @@ mod tests {
         let skip = Skip {
             complete_cats: &["cpu_op", "python_function"],
             flow_cats: &["ac2g", "fwdbwd"],
+            args_kept: None,
         };
         let (mut events, mut plain) = (0, 0);
         for t in &texts {

@@ -32,7 +32,9 @@
 //! analyses) skims past the events it names (finding their end, phase, category and times
 //! without parsing the rest; strings and bracket nesting are checked, not every JSON rule) and
 //! does not add them; their times still set the trace's span, so the rest is on the same axis
-//! as in a full read. `Profile::partial_read` says how many were left out.
+//! as in a full read. It may also keep only some `args` of the slices it reads (GPU_ACTIVITY:
+//! `stream` and `correlation`). `Profile::partial_read` says how many events and args were left
+//! out.
 //!
 //! Slices of one line that overlap without nesting (which a line's nesting cannot hold) move to
 //! extra lines (`<line> (overlap 1)`, ...); unmatched `E`, unclosed `B`, events without a time
@@ -62,18 +64,24 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
 }
 
 /// What a read for the GPU's activity leaves out (see [`Skip`]): host-side operator and Python
-/// slices, and the launch→kernel flow arrows (the `correlation` args link launches to kernels).
+/// slices, the launch→kernel flow arrows (the `correlation` args link launches to kernels), and
+/// of the slices read, every arg but `stream` and `correlation` (kernels' launch details).
 /// The runtime's launch calls, annotations (`ProfilerStep#N`), GPU events, counters and
 /// metadata are read in full.
 pub const GPU_ACTIVITY: Skip = Skip {
     complete_cats: &["cpu_op", "python_function"],
     flow_cats: LAUNCH_FLOW_CATS,
+    // What HTA's loaders read of a slice's args.
+    args_kept: Some(&["stream", "correlation"]),
 };
 
 /// [`decode`], leaving out the events `skip` names (a read for one tool that does not use
 /// them); the profile's `partial_read` then says what was left out, with counts.
 pub fn decode_with(bytes: &[u8], skip: Option<Skip>) -> Result<Profile, DecodeError> {
-    let mut imp = Importer::default();
+    let mut imp = Importer {
+        args_kept: skip.and_then(|s| s.args_kept),
+        ..Importer::default()
+    };
     json::parse(bytes, &mut imp, skip).map_err(|e| DecodeError {
         message: describe(&e),
     })?;
@@ -194,6 +202,9 @@ struct Importer {
     negative_dur: usize,
     /// Events a [`Skip`] left out.
     skipped: usize,
+    /// The only args of slices to import ([`Skip::args_kept`]), and how many others were not.
+    args_kept: Option<&'static [&'static str]>,
+    args_not_read: usize,
 }
 
 impl Importer {
@@ -228,6 +239,19 @@ impl Importer {
 
     /// Encodes `cat`, `args` and derived stats into track `t`'s buffer; returns the range.
     fn stats(&mut self, t: usize, name: &str, cat: &str, args: Option<Args<'_, '_>>) -> (u32, u32) {
+        let keep = self.args_kept;
+        self.stats_keeping(t, name, cat, args, keep)
+    }
+
+    /// [`Importer::stats`], with only the args `keep` names (all without).
+    fn stats_keeping(
+        &mut self,
+        t: usize,
+        name: &str,
+        cat: &str,
+        args: Option<Args<'_, '_>>,
+        keep: Option<&[&str]>,
+    ) -> (u32, u32) {
         let lo = self.tracks[t].stats.len() as u32;
         let mut out = std::mem::take(&mut self.tracks[t].stats);
         if !cat.is_empty() {
@@ -236,11 +260,12 @@ impl Importer {
             encode_stat(&mut out, k, StatValue::Str(v));
         }
         if let Some(args) = args {
-            encode_args(
+            self.args_not_read += encode_args(
                 &mut self.p,
                 &mut out,
                 args,
                 cat == "kernel" || cat == "Kernel",
+                keep,
             );
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
@@ -347,7 +372,8 @@ impl Sink for Importer {
                             let (lo, _) = stats;
                             let mut out = std::mem::take(&mut self.tracks[t].stats);
                             if lo as usize + (stats.1 - lo) as usize == out.len() {
-                                encode_args(&mut self.p, &mut out, args, false);
+                                self.args_not_read +=
+                                    encode_args(&mut self.p, &mut out, args, false, self.args_kept);
                                 stats.1 = out.len() as u32;
                             }
                             self.tracks[t].stats = out;
@@ -371,7 +397,8 @@ impl Sink for Importer {
                     tid: Key::Str(name.to_string()),
                     class: Class::Counter,
                 });
-                let stats = self.stats(t, "", "", args);
+                // A counter's args are its values: always read.
+                let stats = self.stats_keeping(t, "", "", args, None);
                 let name = self.p.strings.intern(name);
                 self.tracks[t].events.push(Ev {
                     start: ts,
@@ -573,11 +600,18 @@ impl Importer {
     }
 
     fn finish_skipped(self, skip: Option<Skip>) -> Profile {
-        let skipped = self.skipped;
+        let (skipped, args_not_read) = (self.skipped, self.args_not_read);
         let mut p = self.finish();
-        if let (Some(s), true) = (skip, skipped > 0) {
+        if let (Some(s), true) = (skip, skipped > 0 || args_not_read > 0) {
+            let args = match s.args_kept {
+                Some(kept) if args_not_read > 0 => format!(
+                    "; of the events read, {args_not_read} args other than {} not read",
+                    kept.join(", ")
+                ),
+                _ => String::new(),
+            };
             p.partial_read = Some(format!(
-                "{skipped} events not read (complete events of {}; flows of {}): the tool asked for does not use them",
+                "{skipped} events not read (complete events of {}; flows of {}){args}: the tool asked for does not use them",
                 s.complete_cats.join(", "),
                 s.flow_cats.join(", ")
             ));
@@ -970,19 +1004,29 @@ fn raw_stat(p: &mut Profile, v: Raw<'_>) -> StatValue {
 }
 
 /// Encodes an event's `args` object as stats, in the order written; with `kernel`, also
-/// `kernel_details` in XSpace's form. `correlation` adds `correlation_id`.
-fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: Args<'_, '_>, kernel: bool) {
+/// `kernel_details` in XSpace's form. `correlation` adds `correlation_id`. With `keep`, only
+/// the args it names (and no `kernel_details`); returns how many were left out.
+fn encode_args(
+    p: &mut Profile,
+    out: &mut Vec<u8>,
+    args: Args<'_, '_>,
+    kernel: bool,
+    keep: Option<&[&str]>,
+) -> usize {
     let map = args.0;
-    for (k, v) in map {
-        let key = p.strings.intern(k);
-        let sv = raw_stat(p, *v);
-        encode_stat(out, key, sv);
-        if k == "correlation" {
-            if let StatValue::I64(c) = sv {
-                let key = p.strings.intern("correlation_id");
-                encode_stat(out, key, StatValue::I64(c));
+    if let Some(keep) = keep {
+        let mut left_out = 0;
+        for (k, v) in map {
+            if keep.contains(&k.as_ref()) {
+                encode_arg(p, out, k, *v);
+            } else {
+                left_out += 1;
             }
         }
+        return left_out;
+    }
+    for (k, v) in map {
+        encode_arg(p, out, k, *v);
     }
     if kernel {
         let get = |k: &str| map.iter().find(|x| x.0 == k).map(|x| x.1.get());
@@ -1012,6 +1056,20 @@ fn encode_args(p: &mut Profile, out: &mut Vec<u8>, args: Args<'_, '_>, kernel: b
             let k = p.strings.intern("kernel_details");
             let v = p.strings.intern(s);
             encode_stat(out, k, StatValue::Str(v));
+        }
+    }
+    0
+}
+
+/// One arg as a stat (`correlation` adds `correlation_id`).
+fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>) {
+    let key = p.strings.intern(k);
+    let sv = raw_stat(p, v);
+    encode_stat(out, key, sv);
+    if k == "correlation" {
+        if let StatValue::I64(c) = sv {
+            let key = p.strings.intern("correlation_id");
+            encode_stat(out, key, StatValue::I64(c));
         }
     }
 }

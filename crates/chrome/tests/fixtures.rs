@@ -227,3 +227,55 @@ fn cut_or_corrupted_files_never_panic() {
         }
     }
 }
+
+/// A read for the GPU's activity keeps only the `stream` and `correlation` args of the slices it
+/// reads, and says how many others it did not import. Expected counts: Python's `json` module
+/// over the file, counting the args of every timed event that is not metadata, a counter, a
+/// flow or a left-out operator slice, less those two keys (166 and 29).
+#[test]
+fn a_gpu_activity_read_keeps_only_the_args_htas_loaders_read() {
+    for (name, not_read) in [
+        (
+            "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            166,
+        ),
+        ("hta-triton_example-triton_example.json.gz", 29),
+    ] {
+        let b = fixture(name);
+        let full = xlens_chrome::decode(&b).unwrap();
+        let part = xlens_chrome::decode_with(&b, Some(xlens_chrome::GPU_ACTIVITY)).unwrap();
+        // GPU events (with a stream) are all read, with their stream and correlation.
+        let gpu = |p: &Profile, key: &str| -> Vec<String> {
+            let Some(k) = p.key(key) else {
+                return Vec::new();
+            };
+            p.planes
+                .iter()
+                .filter(|pl| p.str(pl.name).starts_with("/device:GPU"))
+                .flat_map(|pl| &pl.lines)
+                .flat_map(|l| (0..l.events.len()).filter_map(move |i| l.events.stats(i).get(k)))
+                .map(|v| match v {
+                    StatValue::Str(s) => p.str(s).to_string(),
+                    v => format!("{v:?}"),
+                })
+                .collect()
+        };
+        assert!(!gpu(&full, "correlation").is_empty(), "{name}");
+        assert_eq!(
+            gpu(&part, "correlation"),
+            gpu(&full, "correlation"),
+            "{name}"
+        );
+        assert_eq!(gpu(&part, "correlation_id"), gpu(&full, "correlation_id"));
+        assert_eq!(gpu(&part, "stream"), gpu(&full, "stream"), "{name}");
+        assert!(stat_values(&part, "External id").is_empty(), "{name}");
+        assert!(!stat_values(&full, "External id").is_empty(), "{name}");
+        let note = part.partial_read.clone().unwrap_or_default();
+        assert!(
+            note.contains(&format!(
+                "{not_read} args other than stream, correlation not read"
+            )),
+            "{name}: {note}"
+        );
+    }
+}
