@@ -16,14 +16,7 @@ pub(super) const MAX_DEPTH: u32 = 64;
 /// nesting would pass [`MAX_DEPTH`]. Strings run from a quote to the next quote not escaped by a
 /// backslash; nothing else is checked.
 pub(super) fn value_end(b: &[u8], at: usize, outer: u32) -> Option<usize> {
-    let mut s = State {
-        // One bit per open bracket, 1 for `{`; the lowest is the innermost.
-        stack: 0,
-        depth: 0,
-        outer,
-        in_string: false,
-        escape: false,
-    };
+    let mut s = State::new(outer);
     let mut at = at;
     while at < b.len() {
         let chunk = &b[at..b.len().min(at + 64)];
@@ -47,6 +40,7 @@ pub(super) fn value_end(b: &[u8], at: usize, outer: u32) -> Option<usize> {
 }
 
 struct State {
+    /// One bit per open bracket, 1 for `{`; the lowest is the innermost.
     stack: u64,
     depth: u32,
     outer: u32,
@@ -65,6 +59,16 @@ enum Step {
 }
 
 impl State {
+    fn new(outer: u32) -> State {
+        State {
+            stack: 0,
+            depth: 0,
+            outer,
+            in_string: false,
+            escape: false,
+        }
+    }
+
     /// A bracket outside strings; `Some` when it decides the walk.
     #[inline]
     fn bracket(&mut self, c: u8, k: usize) -> Option<Step> {
@@ -215,13 +219,7 @@ mod tests {
 
     /// The byte-at-a-time walk, as the skim did it before: the reference.
     fn reference(b: &[u8], at: usize, outer: u32) -> Option<usize> {
-        let mut s = State {
-            stack: 0,
-            depth: 0,
-            outer,
-            in_string: false,
-            escape: false,
-        };
+        let mut s = State::new(outer);
         match s.bytes(&b[at..]) {
             Step::Closed(k) => Some(at + k + 1),
             _ => None,
