@@ -1,5 +1,6 @@
 //! The Chrome-trace importer target: structure-aware JSON mutation of real PyTorch traces,
-//! decoded with `xlens_chrome::decode` (what `decode_bytes` calls for `Format::ChromeTrace`);
+//! decoded with `xlens_chrome::decode` (what `decode_bytes` calls for `Format::ChromeTrace`) and
+//! with the partial read of a first answer (`decode_with` and `GPU_ACTIVITY`);
 //! decoded profiles go on to the analysis tools every `tools_every`-th time.
 
 use anyhow::Result;
@@ -34,6 +35,15 @@ impl ChromeTarget {
 /// Decodes `input` as the app does and, when it decodes and `tools()` says so, runs the tools
 /// over it: what a regression test checks.
 pub fn check(input: &[u8], tools: &mut dyn FnMut() -> bool, cursor: &mut usize) -> u64 {
+    // The partial read of a first answer (skimmed events, kept args) on the same input.
+    let partial = match xlens_chrome::decode_with(input, Some(xlens_chrome::GPU_ACTIVITY)) {
+        Err(e) => signature(("partial error", category(&e.to_string()))),
+        Ok(p) => signature(("partial", super::profile_shape(&p))),
+    };
+    signature((partial, check_full(input, tools, cursor)))
+}
+
+fn check_full(input: &[u8], tools: &mut dyn FnMut() -> bool, cursor: &mut usize) -> u64 {
     match xlens_chrome::decode(input) {
         Err(e) => signature(("error", category(&e.to_string()))),
         Ok(p) => {
@@ -51,6 +61,11 @@ pub fn check(input: &[u8], tools: &mut dyn FnMut() -> bool, cursor: &mut usize) 
 /// Decodes `input` and, when it decodes, runs every tool over it, each step's panics caught
 /// apart; returns every panic.
 pub fn replay(input: &[u8]) -> Vec<String> {
+    if let Err(p) =
+        run_caught(|| xlens_chrome::decode_with(input, Some(xlens_chrome::GPU_ACTIVITY)))
+    {
+        return p;
+    }
     match run_caught(|| xlens_chrome::decode(input)) {
         Ok(Ok(p)) => super::replay_tools(p, Format::ChromeTrace),
         Ok(Err(_)) => Vec::new(),
