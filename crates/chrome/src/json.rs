@@ -13,6 +13,7 @@ use std::sync::mpsc;
 
 mod nested;
 mod plain;
+pub(crate) mod reading;
 mod stops;
 
 /// One trace event as written. Fields whose type varies between producers (numbers or strings)
@@ -415,6 +416,10 @@ struct Batch<'a> {
 
 /// What the second thread sends.
 enum Msg<'a> {
+    /// Text for the first thread to read itself before the batches, as if an element of the
+    /// events array started at its start; the next element starts just past its end (see
+    /// [`reading`]).
+    Segment(String),
     Events(Batch<'a>),
     /// The events array ended at `at` (after its `]` and white space); `tail` is what follows
     /// read as the rest of the top-level object (its fields the importer wants), `None` at the
@@ -1060,6 +1065,24 @@ impl<'a, 's> Walker<'a, 's> {
         }
     }
 
+    /// Reads the elements of the events array in `text` (a [`Msg::Segment`]) to the sink; an
+    /// error unless the last one ends exactly at its end with a comma.
+    fn segment(&mut self, text: &str) -> Result<(), ParseError> {
+        let mut c = Cursor { text, pos: 0 };
+        let mut pairs = Vec::new();
+        while c.pos < text.len() {
+            pairs.clear();
+            match c.event(self.skip, &mut pairs)? {
+                Element::Skipped(e) => self.sink.event(&e, None),
+                Element::Read(e) => self.sink.event(&e, Args::of(&e, &pairs)),
+            }
+            if !c.after_element(b']')? {
+                return Err(c.error(Category::Syntax, "the events array ended inside a segment"));
+            }
+        }
+        Ok(())
+    }
+
     /// Hands on what the second thread parsed, from the place this thread reached; `false` when
     /// it did not start there after all (this thread then reads on by itself).
     fn take_over(&mut self, in_object: bool) -> Result<bool, ParseError> {
@@ -1076,6 +1099,7 @@ impl<'a, 's> Walker<'a, 's> {
                     batch.pairs.clear();
                     let _ = second.back.send(batch);
                 }
+                Ok(Msg::Segment(text)) => self.segment(&text)?,
                 Ok(Msg::Failed(e)) => return Err(e),
                 Ok(Msg::Done { tail, at }) => {
                     return match (in_object, tail) {
@@ -1288,7 +1312,7 @@ mod tests {
 
     /// Records everything a parse hands over, to compare parses.
     #[derive(Default)]
-    struct Record(Vec<String>);
+    pub(super) struct Record(pub(super) Vec<String>);
 
     impl Sink for Record {
         fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
@@ -1313,7 +1337,7 @@ mod tests {
 
     /// Fields before and after the events, `args` with nested objects written over several lines
     /// (so `},` + line break + `{` occurs inside events too), and strings holding `},{`.
-    const TRICKY: &str = r#"{
+    pub(super) const TRICKY: &str = r#"{
   "schemaVersion": 1,
   "distributedInfo": {"rank": 3, "world_size": 8},
   "traceEvents": [

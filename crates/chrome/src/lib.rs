@@ -78,14 +78,27 @@ pub const GPU_ACTIVITY: Skip = Skip {
 /// [`decode`], leaving out the events `skip` names (a read for one tool that does not use
 /// them); the profile's `partial_read` then says what was left out, with counts.
 pub fn decode_with(bytes: &[u8], skip: Option<Skip>) -> Result<Profile, DecodeError> {
-    let mut imp = Importer {
-        args_kept: skip.and_then(|s| s.args_kept),
-        ..Importer::default()
-    };
+    let mut imp = Importer::new(skip);
     json::parse(bytes, &mut imp, skip).map_err(|e| DecodeError {
         message: describe(&e),
     })?;
     Ok(imp.finish_skipped(skip))
+}
+
+/// [`decode_with`] of the trace `r` yields (a gzip file as it is inflated), parsing each part
+/// of the file while the next is still being read; `size` is the size the file states (0 when
+/// unknown). Returns the profile and the size of the JSON in bytes; `None` when the file is to
+/// be read whole and decoded with [`decode_with`] instead (too small to gain by this, a size
+/// stated wrongly, or anything wrong with it: that read says what). Where it returns a profile,
+/// it is the one [`decode_with`] makes of the whole text.
+pub fn decode_reading(
+    r: impl std::io::Read + Send,
+    size: usize,
+    skip: Option<Skip>,
+) -> Option<(Profile, usize)> {
+    let mut imp = Importer::new(skip);
+    let len = json::reading::parse_reading(r, size, &mut imp, skip)?;
+    Some((imp.finish_skipped(skip), len))
 }
 
 /// The parser's message, with what it means for a trace file.
@@ -208,6 +221,13 @@ struct Importer {
 }
 
 impl Importer {
+    fn new(skip: Option<Skip>) -> Self {
+        Importer {
+            args_kept: skip.and_then(|s| s.args_kept),
+            ..Importer::default()
+        }
+    }
+
     fn track(&mut self, key: TrackKey) -> usize {
         if let Some(&i) = self.by_key.get(&key) {
             return i;

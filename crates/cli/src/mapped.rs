@@ -74,6 +74,13 @@ pub fn load(file: &HostFile) -> Result<Profile, LoadError> {
 
 /// [`load`], reading only what `reads` says.
 pub fn load_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
+    // A gzip trace is inflated into memory (nothing to map), its head parsed as the rest
+    // inflates.
+    if let Some((p, _)) =
+        xlens_analysis::base::load::load_inflating(&file.path, file.format, reads)?
+    {
+        return Ok(p);
+    }
     let bytes = map(file)?;
     decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
         path: file.path.clone(),

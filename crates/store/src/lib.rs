@@ -672,6 +672,50 @@ pub unsafe fn map_path(path: &Path, format: Format) -> Result<FileBytes, StoreEr
     Ok(fb)
 }
 
+/// A gzip file opened to be inflated while it is read (see [`open_gzip`]).
+pub struct Inflating {
+    /// The inflated bytes, read as they are inflated.
+    pub reader: flate2::read::MultiGzDecoder<fs::File>,
+    /// The uncompressed size the file states, when plausible; 0 otherwise.
+    pub size: usize,
+    /// The path (or bucket URL) asked for.
+    pub path: PathBuf,
+    /// Size on disk.
+    pub stored_bytes: u64,
+}
+
+/// Opens `path` (a bucket URL through its local copy) to be inflated while it is read, so that
+/// a decoder can work on the start of the file before the end is inflated; `None` when the file
+/// is not gzip (read it with [`read_path`] or [`map_path`]).
+pub fn open_gzip(path: &Path) -> Result<Option<Inflating>, StoreError> {
+    let copy = local_copy(path)?;
+    let io = |e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let mut f = fs::File::open(&copy).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => io(e),
+    })?;
+    let len = f.metadata().map_err(io)?.len();
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(io)?;
+    if n < 2 || magic != [0x1f, 0x8b] {
+        return Ok(None);
+    }
+    let size = gzip_size_hint(&mut f, len);
+    // From the start, whatever the size's lookup left the position at.
+    let f = fs::File::open(&copy).map_err(io)?;
+    Ok(Some(Inflating {
+        reader: flate2::read::MultiGzDecoder::new(f),
+        size,
+        path: path.to_path_buf(),
+        stored_bytes: len,
+    }))
+}
+
 /// The uncompressed size a gzip file states in its last four bytes (modulo 4 GiB, of its last
 /// member), when plausible, to size the output once instead of growing (and copying) it while
 /// inflating; 0 otherwise. Leaves `f` at its start.

@@ -33,6 +33,9 @@ pub fn load_host(file: &HostFile) -> Result<Profile, LoadError> {
 
 /// [`load_host`], reading only what `reads` says.
 pub fn load_host_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
+    if let Some((p, _)) = load_inflating(&file.path, file.format, reads)? {
+        return Ok(p);
+    }
     let bytes = xlens_store::read_path(&file.path, file.format)?;
     decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
         path: file.path.clone(),
@@ -42,11 +45,34 @@ pub fn load_host_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError
 
 /// Loads any profile path (format from its name, `.xplane.pb` assumed otherwise).
 pub fn load_path(path: &std::path::Path, format: Format) -> Result<Profile, LoadError> {
+    if let Some((p, _)) = load_inflating(path, format, Reads::Everything)? {
+        return Ok(p);
+    }
     let bytes = xlens_store::read_path(path, format)?;
     decode_bytes(&bytes, format).map_err(|source| LoadError::Decode {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Loads a gzip Chrome trace (how the PyTorch profiler writes them), parsing each part of the
+/// file while the next is inflated ([`xlens_chrome::decode_reading`]). Returns the profile and
+/// the size of its JSON in bytes; `Ok(None)` when the file is to be read whole instead (not a
+/// gzip Chrome trace, too small to gain by this, or anything unusual about it: reading it whole
+/// then says what). The profile is the one a whole read makes.
+pub fn load_inflating(
+    path: &std::path::Path,
+    format: Format,
+    reads: Reads,
+) -> Result<Option<(Profile, usize)>, LoadError> {
+    if format != Format::ChromeTrace {
+        return Ok(None);
+    }
+    let Some(file) = xlens_store::open_gzip(path)? else {
+        return Ok(None);
+    };
+    let skip = (reads == Reads::GpuActivity).then_some(xlens_chrome::GPU_ACTIVITY);
+    Ok(xlens_chrome::decode_reading(file.reader, file.size, skip))
 }
 
 /// What a load reads of a file: everything, or only what one tool needs (a tool says which in
