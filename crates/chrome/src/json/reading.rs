@@ -320,6 +320,37 @@ mod tests {
         assert!(parsed > 0);
     }
 
+    #[test]
+    fn a_real_trace_with_one_byte_changed_parses_as_a_whole_read_or_not_at_all() {
+        let text = rank0();
+        let plan = Plan {
+            min: 0,
+            share: 85,
+            segment: 60 << 10,
+            window: 8 << 10,
+        };
+        // 60 places spread over the file (the head, segments, the second thread's part, the
+        // cuts' neighbourhoods), each byte changed into a bracket, a quote, a digit or a letter.
+        let mut parsed = 0;
+        for k in 0..60usize {
+            let at = (k * 7919 * 1013) % text.len();
+            let with = [b'[', b'"', b'7', b'x'][k % 4];
+            let mut changed = text.clone().into_bytes();
+            if changed[at] == with || !changed[at].is_ascii() {
+                continue;
+            }
+            changed[at] = with;
+            let Ok(changed) = String::from_utf8(changed) else {
+                continue;
+            };
+            let want = whole_read(&changed, None);
+            let b = changed.as_bytes();
+            parsed += usize::from(check(b, b.len(), b.len(), None, plan, &want));
+        }
+        // Many changes land inside strings and numbers and leave valid JSON.
+        assert!(parsed > 5, "{parsed}");
+    }
+
     /// A reader that fails after `ok` bytes.
     struct Failing<'a> {
         bytes: &'a [u8],
