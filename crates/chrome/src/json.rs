@@ -338,14 +338,7 @@ pub(crate) fn parse(
             ));
         }
     };
-    // `XLENS_JSON_THREADS=1` keeps it to one thread (to compare, or on a busy machine).
-    let cores = match std::env::var("XLENS_JSON_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let cores = threads();
     // With events left out the importer has less to do, so the first thread parses more.
     let share = std::env::var("XLENS_JSON_FIRST_SHARE")
         .ok()
@@ -360,6 +353,18 @@ pub(crate) fn parse(
         .then(|| find_split(text, text.len() / 100 * share))
         .flatten();
     with_skip(skip, || parse_text(text, sink, split)).map(|_| ())
+}
+
+/// Threads a parse may use: the machine's, or `XLENS_JSON_THREADS` (`1` keeps it to one thread,
+/// to compare or on a busy machine).
+fn threads() -> usize {
+    match std::env::var("XLENS_JSON_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
 }
 
 /// A place where an element of the events array probably starts, at or after `from`: a `{`

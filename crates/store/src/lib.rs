@@ -597,17 +597,7 @@ fn read_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
         path: path.to_path_buf(),
         source: e,
     };
-    let mut f = fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => StoreError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => io(e),
-    })?;
-    let len = f.metadata().map_err(io)?.len();
-    let mut magic = [0u8; 2];
-    let n = f.read(&mut magic).map_err(io)?;
-    let gz = n == 2 && magic == [0x1f, 0x8b];
-    drop(f);
+    let (len, gz) = size_and_gzip(path, path)?;
     let mut f = fs::File::open(path).map_err(io)?;
     if gz {
         let mut out = Vec::with_capacity(gzip_size_hint(&mut f, len));
@@ -693,18 +683,11 @@ pub fn open_gzip(path: &Path) -> Result<Option<Inflating>, StoreError> {
         path: path.to_path_buf(),
         source: e,
     };
-    let mut f = fs::File::open(&copy).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => StoreError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => io(e),
-    })?;
-    let len = f.metadata().map_err(io)?.len();
-    let mut magic = [0u8; 2];
-    let n = f.read(&mut magic).map_err(io)?;
-    if n < 2 || magic != [0x1f, 0x8b] {
+    let (len, gz) = size_and_gzip(&copy, path)?;
+    if !gz {
         return Ok(None);
     }
+    let mut f = fs::File::open(&copy).map_err(io)?;
     let size = gzip_size_hint(&mut f, len);
     // From the start, whatever the size's lookup left the position at.
     let f = fs::File::open(&copy).map_err(io)?;
@@ -714,6 +697,24 @@ pub fn open_gzip(path: &Path) -> Result<Option<Inflating>, StoreError> {
         path: path.to_path_buf(),
         stored_bytes: len,
     }))
+}
+
+/// The size of the local file `local` and whether it starts as gzip does; errors name `path`.
+fn size_and_gzip(local: &Path, path: &Path) -> Result<(u64, bool), StoreError> {
+    let io = |e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let mut f = fs::File::open(local).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => io(e),
+    })?;
+    let len = f.metadata().map_err(io)?.len();
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(io)?;
+    Ok((len, n == 2 && magic == [0x1f, 0x8b]))
 }
 
 /// The uncompressed size a gzip file states in its last four bytes (modulo 4 GiB, of its last
@@ -853,6 +854,31 @@ mod tests {
         );
         assert_eq!(classify(".xplane.pb"), None);
         assert_eq!(classify("notes.txt"), None);
+    }
+
+    #[test]
+    fn a_gzip_file_opens_to_inflate_and_others_do_not() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let gz = root.join("pytorch/hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+        let mut g = open_gzip(&gz).expect("opens").expect("is gzip");
+        let mut text = Vec::new();
+        g.reader.read_to_end(&mut text).expect("inflates");
+        // The size it states is the inflated size; the bytes are read_path's.
+        assert_eq!(g.size, text.len());
+        assert_eq!(g.stored_bytes, fs::metadata(&gz).expect("stat").len());
+        assert_eq!(
+            text,
+            read_path(&gz, Format::ChromeTrace).expect("reads").bytes()
+        );
+        let plain = root.join("logdir/plugins/profile/jax_mlp_small/vm.xplane.pb");
+        assert!(open_gzip(&plain).expect("opens").is_none());
+        let missing = root.join("pytorch/no-such.json.gz");
+        match open_gzip(&missing) {
+            Err(e @ StoreError::NotFound { .. }) => {
+                assert!(e.to_string().contains("no-such.json.gz"), "{e}")
+            }
+            other => panic!("{:?}", other.map(|o| o.is_some())),
+        }
     }
 
     #[test]

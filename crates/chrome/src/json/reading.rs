@@ -37,13 +37,7 @@ impl Plan {
     /// little faster, so it takes most of the file. `XLENS_JSON_THREADS=1` reads whole;
     /// `XLENS_JSON_READING_SHARE` sets the share.
     fn here(size: usize) -> Plan {
-        let cores = match std::env::var("XLENS_JSON_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
+        let cores = super::threads();
         let share = std::env::var("XLENS_JSON_READING_SHARE")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -222,6 +216,16 @@ mod tests {
         text
     }
 
+    /// A plan for any size, with the second thread keeping the last 15 %.
+    fn plan(segment: usize, window: usize) -> Plan {
+        Plan {
+            min: 0,
+            share: 85,
+            segment,
+            window,
+        }
+    }
+
     /// What a parse of the whole text hands over, or its error.
     fn whole_read(text: &str, skip: Option<Skip>) -> Result<Vec<String>, String> {
         let mut rec = Record::default();
@@ -323,12 +327,7 @@ mod tests {
     #[test]
     fn a_real_trace_with_one_byte_changed_parses_as_a_whole_read_or_not_at_all() {
         let text = rank0();
-        let plan = Plan {
-            min: 0,
-            share: 85,
-            segment: 60 << 10,
-            window: 8 << 10,
-        };
+        let plan = plan(60 << 10, 8 << 10);
         // 60 places spread over the file (the head, segments, the second thread's part, the
         // cuts' neighbourhoods), each byte changed into a bracket, a quote, a digit or a letter.
         let mut parsed = 0;
@@ -373,12 +372,7 @@ mod tests {
     #[test]
     fn a_read_that_fails_anywhere_parses_nothing() {
         let text = rank0();
-        let plan = Plan {
-            min: 0,
-            share: 85,
-            segment: 20 << 10,
-            window: 8 << 10,
-        };
+        let plan = plan(20 << 10, 8 << 10);
         let want = whole_read(&text, None);
         // The same text read whole parses (so a failed read is what stops it).
         assert!(check(
