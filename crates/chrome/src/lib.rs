@@ -45,7 +45,7 @@ mod json;
 
 use hashbrown::HashMap;
 pub use json::Skip;
-use json::{micros_to_ps, Args, Key, Raw, RawEvent, Sink};
+use json::{micros_to_ps, value_of, Args, Key, PreValue, Raw, RawEvent, Sink, Value};
 use serde_json::value::RawValue;
 use xlens_model::{
     encode_stat, EventMetadata, EventsBuilder, Line, Plane, Profile, StatValue, StrId,
@@ -218,6 +218,8 @@ struct Importer {
     /// The only args of slices to import ([`Skip::args_kept`]), and how many others were not.
     args_kept: Option<&'static [&'static str]>,
     args_not_read: usize,
+    /// The strings the parser's second thread numbered ([`Sink::strings`]), interned.
+    read_ahead: Vec<StrId>,
 }
 
 impl Importer {
@@ -286,6 +288,7 @@ impl Importer {
                 args,
                 cat == "kernel" || cat == "Kernel",
                 keep,
+                &self.read_ahead,
             );
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
@@ -392,8 +395,14 @@ impl Sink for Importer {
                             let (lo, _) = stats;
                             let mut out = std::mem::take(&mut self.tracks[t].stats);
                             if lo as usize + (stats.1 - lo) as usize == out.len() {
-                                self.args_not_read +=
-                                    encode_args(&mut self.p, &mut out, args, false, self.args_kept);
+                                self.args_not_read += encode_args(
+                                    &mut self.p,
+                                    &mut out,
+                                    args,
+                                    false,
+                                    self.args_kept,
+                                    &self.read_ahead,
+                                );
                                 stats.1 = out.len() as u32;
                             }
                             self.tracks[t].stats = out;
@@ -507,6 +516,13 @@ impl Sink for Importer {
                 });
             }
             other => *self.unknown_phase.entry(other.to_string()).or_default() += 1,
+        }
+    }
+
+    fn strings(&mut self, new: &[std::borrow::Cow<'_, str>]) {
+        for s in new {
+            let id = self.p.strings.intern(s);
+            self.read_ahead.push(id);
         }
     }
 
@@ -998,28 +1014,12 @@ fn json_stat(p: &mut Profile, v: &serde_json::Value) -> Option<StatValue> {
 /// `F64`, strings interned, booleans as 0/1, null as no value, arrays and objects as their JSON
 /// text.
 fn raw_stat(p: &mut Profile, v: Raw<'_>) -> StatValue {
-    let t = v.get();
-    match t.as_bytes().first() {
-        Some(b'"') => {
-            let s: std::borrow::Cow<str> =
-                serde_json::from_str(t).unwrap_or(std::borrow::Cow::Borrowed(""));
-            StatValue::Str(p.strings.intern(&s))
-        }
-        Some(b't') => StatValue::I64(1),
-        Some(b'f') => StatValue::I64(0),
-        Some(b'n') => StatValue::None,
-        Some(b'[' | b'{') => StatValue::Str(p.strings.intern(t)),
-        _ => {
-            if let Ok(i) = t.parse::<i64>() {
-                StatValue::I64(i)
-            } else if let Ok(u) = t.parse::<u64>() {
-                StatValue::U64(u)
-            } else {
-                t.parse::<f64>()
-                    .map(StatValue::F64)
-                    .unwrap_or_else(|_| StatValue::Str(p.strings.intern(t)))
-            }
-        }
+    match value_of(v.get()) {
+        Value::None => StatValue::None,
+        Value::I64(x) => StatValue::I64(x),
+        Value::U64(x) => StatValue::U64(x),
+        Value::F64(x) => StatValue::F64(x),
+        Value::Str(s) => StatValue::Str(p.strings.intern(&s)),
     }
 }
 
@@ -1032,8 +1032,9 @@ fn encode_args(
     args: Args<'_, '_>,
     kernel: bool,
     keep: Option<&[&str]>,
+    read_ahead: &[StrId],
 ) -> usize {
-    let map = args.0;
+    let map = args.pairs;
     if let Some(keep) = keep {
         let mut left_out = 0;
         for (k, v) in map {
@@ -1045,8 +1046,29 @@ fn encode_args(
         }
         return left_out;
     }
-    for (k, v) in map {
-        encode_arg(p, out, k, *v);
+    match args.pre {
+        Some(pre) if pre.len() == map.len() => {
+            for ((k, v), a) in map.iter().zip(pre) {
+                let id = |i: u32| read_ahead.get(i as usize).copied();
+                let value = match a.value {
+                    PreValue::None => Some(StatValue::None),
+                    PreValue::I64(x) => Some(StatValue::I64(x)),
+                    PreValue::U64(x) => Some(StatValue::U64(x)),
+                    PreValue::F64(x) => Some(StatValue::F64(x)),
+                    PreValue::Str(i) => id(i).map(StatValue::Str),
+                };
+                match (id(a.key), value) {
+                    (Some(key), Some(value)) => encode_stat_arg(p, out, k, key, value),
+                    // Numbers the second thread never sent (cannot happen): read it here.
+                    _ => encode_arg(p, out, k, *v),
+                }
+            }
+        }
+        _ => {
+            for (k, v) in map {
+                encode_arg(p, out, k, *v);
+            }
+        }
     }
     if kernel {
         let get = |k: &str| map.iter().find(|x| x.0 == k).map(|x| x.1.get());
@@ -1085,6 +1107,11 @@ fn encode_args(
 fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>) {
     let key = p.strings.intern(k);
     let sv = raw_stat(p, v);
+    encode_stat_arg(p, out, k, key, sv);
+}
+
+/// [`encode_arg`] of the arg `k` (interned as `key`) whose value is `sv`.
+fn encode_stat_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, key: StrId, sv: StatValue) {
     encode_stat(out, key, sv);
     if k == "correlation" {
         if let StatValue::I64(c) = sv {
