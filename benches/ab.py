@@ -4,7 +4,8 @@
 For refactors that must not slow anything down. For each tool, runs
 `xlens bench FILE --tool T --reps 1 --json` with the old and the new binary in turn (--reps times
 each, the order swapped every round so neither side always runs second) and prints the medians
-of the first answer (map + decode + tool + JSON) and of peak RSS, and new/old.
+of the first answer (map + decode + tool + JSON), of peak RSS and of the decode's throughput
+(MB/s of the file as read: of JSON for a PyTorch trace, the import throughput), and new/old.
 
 Usage: benches/ab.py OLD_XLENS NEW_XLENS PROFILE [--reps 15]
        [--tools overview_page,op_profile,hlo_stats,roofline_model]
@@ -20,7 +21,8 @@ def once(xlens, path, tool):
     out = subprocess.run([xlens, "bench", path, "--tool", tool, "--reps", "1", "--json"],
                          capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
-    return d["first_response_s"], d["peak_rss_bytes"], d["peak_rss_to_file_ratio"]
+    return (d["first_response_s"], d["peak_rss_bytes"], d["peak_rss_to_file_ratio"],
+            d["decode_mb_per_s"])
 
 
 def main():
@@ -32,7 +34,7 @@ def main():
     ap.add_argument("--tools", default="overview_page,op_profile,hlo_stats,roofline_model")
     a = ap.parse_args()
     print(f"{'tool':<26} {'old (median, range)':>26} {'new (median, range)':>26} {'new/old':>8}"
-          f" {'peak RSS / file old, new':>26}")
+          f" {'peak RSS / file old, new':>26} {'decode MB/s old, new':>22}")
     for tool in a.tools.split(","):
         runs = {"old": [], "new": []}
         for i in range(a.reps):
@@ -48,7 +50,10 @@ def main():
         mn = statistics.median(r[0] for r in runs["new"])
         ro = statistics.median(r[2] for r in runs["old"])
         rn = statistics.median(r[2] for r in runs["new"])
-        print(f"{tool:<26} {fmt('old'):>26} {fmt('new'):>26} {mn / mo:>8.3f} {ro:>12.2f}, {rn:.2f}")
+        do = statistics.median(r[3] for r in runs["old"])
+        dn = statistics.median(r[3] for r in runs["new"])
+        print(f"{tool:<26} {fmt('old'):>26} {fmt('new'):>26} {mn / mo:>8.3f} {ro:>12.2f}, {rn:.2f}"
+              f" {do:>14.0f}, {dn:.0f}")
 
 
 if __name__ == "__main__":
