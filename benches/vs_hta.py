@@ -9,7 +9,9 @@ Both sides start cold in a fresh process, taking turns:
     is its first answer (read + decode + tool + JSON).
 Prints the median and range per side and the ratio of medians, and xlens's import throughput
 (MB/s of uncompressed JSON; for a large .json.gz, parsed while it inflates, the inflating is
-counted in it) and peak RSS over the JSON's size.
+counted in it) and peak RSS over the JSON's size. Then the import throughput of a full read
+(every event and arg, `--tool report`): cold (one import in a fresh process, as a first answer)
+and warm (the median of ten imports in one process, which keeps its memory).
 
 Usage (with a Python that has `holistictraceanalysis`, e.g. the venv of tests/hta/README.md):
   /work/hta-venv/bin/python benches/vs_hta.py TRACE.json[.gz] [--reps 5] [--xlens target/release/xlens]
@@ -51,9 +53,9 @@ def hta_once(python, path):
         return json.loads(out.stdout.strip().splitlines()[-1])['s']
 
 
-def xlens_once(xlens, path):
-    out = subprocess.run([xlens, 'bench', path, '--tool', 'temporal_breakdown', '--reps', '1',
-                          '--json'], capture_output=True, text=True, check=True)
+def xlens_once(xlens, path, tool='temporal_breakdown', reps=1):
+    out = subprocess.run([xlens, 'bench', path, '--tool', tool, '--reps', str(reps), '--json'],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -88,6 +90,16 @@ def main():
     what = "import, inflating included" if with_read else "import"
     print(f"xlens {what}: {med(mbps):.0f} MB/s of JSON (median; {min(mbps):.0f}-{max(mbps):.0f}); "
           f"peak RSS {med(rss):.2f}x the JSON")
+    cold, warm, full_rss = [], [], []
+    for _ in range(a.reps):
+        d = xlens_once(a.xlens, a.trace, 'report', 1)
+        cold.append(json_bytes / 1e6 / d['decode_s'])
+        full_rss.append(d['peak_rss_bytes'] / json_bytes)
+        warm.append(xlens_once(a.xlens, a.trace, 'report', 10)['decode_mb_per_s_median']
+                    * json_bytes / d['bytes'])
+    print(f"xlens full read ({what}): cold {med(cold):.0f} MB/s ({min(cold):.0f}-{max(cold):.0f}), "
+          f"warm {med(warm):.0f} MB/s ({min(warm):.0f}-{max(warm):.0f}); "
+          f"peak RSS {med(full_rss):.2f}x the JSON")
 
 
 if __name__ == '__main__':
