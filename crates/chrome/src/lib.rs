@@ -605,6 +605,8 @@ impl Importer {
         ];
         let mut types: HashMap<StrId, i64> = HashMap::new();
         let flows = std::mem::take(&mut self.flows);
+        // Made for a track when a flow point first looks for its enclosing slice there.
+        let mut ends: Vec<Option<BlockEnds>> = (0..self.tracks.len()).map(|_| None).collect();
         for f in flows {
             if LAUNCH_FLOW_CATS.contains(&self.p.str(f.cat)) {
                 continue;
@@ -615,7 +617,10 @@ impl Importer {
             let i = ev.partition_point(|e| e.start <= f.ts);
             let at = if f.enclosing {
                 // The deepest slice covering ts: the latest-starting one that still covers it.
-                (0..i).rev().find(|&k| ev[k].start + ev[k].dur >= f.ts)
+                match ends.get_mut(f.track) {
+                    Some(e) => e.get_or_insert_with(|| BlockEnds::of(ev)).last(ev, i, f.ts),
+                    None => (0..i).rev().find(|&k| ev[k].start + ev[k].dur >= f.ts),
+                }
             } else {
                 let j = ev.partition_point(|e| e.start < f.ts);
                 (j < ev.len()).then_some(j)
@@ -878,6 +883,45 @@ impl Importer {
     }
 }
 
+/// The latest end of each block of [`BlockEnds::BLOCK`] slices of a track, to find the last slice
+/// before a place that ends at or after a time (a flow point's enclosing slice) without looking
+/// at every slice before it: a point that no recent slice covers (on a thread of short runtime
+/// calls, only a step annotation long before does) was a scan back over the whole track.
+struct BlockEnds(Vec<i64>);
+
+impl BlockEnds {
+    const BLOCK: usize = 64;
+
+    fn of(ev: &[Ev]) -> BlockEnds {
+        BlockEnds(
+            ev.chunks(Self::BLOCK)
+                .map(|c| c.iter().map(|e| e.start + e.dur).max().unwrap_or(i64::MIN))
+                .collect(),
+        )
+    }
+
+    /// The greatest `k < i` with `ev[k]` ending at or after `ts`: what
+    /// `(0..i).rev().find(|&k| ev[k].start + ev[k].dur >= ts)` finds.
+    fn last(&self, ev: &[Ev], i: usize, ts: i64) -> Option<usize> {
+        let covers = |k: usize| ev[k].start + ev[k].dur >= ts;
+        let mut k = i.min(ev.len());
+        // The part of a block just below `i`, one slice at a time.
+        while k % Self::BLOCK != 0 {
+            k -= 1;
+            if covers(k) {
+                return Some(k);
+            }
+        }
+        // Then whole blocks, skipping those that all end before `ts`.
+        let block = (0..k / Self::BLOCK)
+            .rev()
+            .find(|&b| self.0.get(b).is_some_and(|&m| m >= ts))?;
+        (block * Self::BLOCK..(block + 1) * Self::BLOCK)
+            .rev()
+            .find(|&k| covers(k))
+    }
+}
+
 /// The events of one track as lines: the first holds every slice that nests; a slice that
 /// overlaps without nesting goes to the next line where it nests.
 fn build_lanes(
@@ -1126,4 +1170,50 @@ fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The block search finds the slice a scan back over every slice finds, for every place and
+    /// time, on tracks of nested, overlapping and far-apart slices across several blocks.
+    #[test]
+    fn block_ends_find_what_a_scan_back_finds() {
+        let mut seed = 7u64;
+        let mut next = move |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        for len in [0usize, 1, 63, 64, 65, 200, 700] {
+            let mut ev: Vec<Ev> = (0..len)
+                .map(|_| {
+                    // Mostly short slices, some long ones (a step) that cover many after them.
+                    let dur = if next(20) == 0 { next(5_000) } else { next(30) } as i64;
+                    Ev {
+                        start: next(10_000) as i64,
+                        dur,
+                        name: StrId(0),
+                        stats: (0, 0),
+                    }
+                })
+                .collect();
+            ev.sort_by(|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
+            let ends = BlockEnds::of(&ev);
+            // Times between slices' ends, and on them (a slice ending exactly at `ts` covers it).
+            let mut times: Vec<i64> = (-10..15_050).step_by(97).collect();
+            times.extend(ev.iter().step_by(5).flat_map(|e| {
+                let end = e.start + e.dur;
+                [end - 1, end, end + 1]
+            }));
+            for i in 0..=len + 1 {
+                for &ts in &times {
+                    let want = (0..i.min(len))
+                        .rev()
+                        .find(|&k| ev[k].start + ev[k].dur >= ts);
+                    assert_eq!(ends.last(&ev, i, ts), want, "len {len} i {i} ts {ts}");
+                }
+            }
+        }
+    }
 }
