@@ -906,7 +906,7 @@ impl BlockEnds {
         let covers = |k: usize| ev[k].start + ev[k].dur >= ts;
         let mut k = i.min(ev.len());
         // The part of a block just below `i`, one slice at a time.
-        while k % Self::BLOCK != 0 {
+        while !k.is_multiple_of(Self::BLOCK) {
             k -= 1;
             if covers(k) {
                 return Some(k);
