@@ -430,7 +430,8 @@ pub(crate) fn parse(
     sink: &mut dyn Sink,
     skip: Option<Skip>,
 ) -> Result<(), ParseError> {
-    let text = match std::str::from_utf8(bytes) {
+    let cores = threads();
+    let text = match utf8(bytes, cores) {
         Ok(t) => t,
         Err(e) => {
             return Err(error_at(
@@ -442,7 +443,6 @@ pub(crate) fn parse(
             ));
         }
     };
-    let cores = threads();
     // With events left out the importer has less to do, so the first thread parses more.
     let share = std::env::var("XLENS_JSON_FIRST_SHARE")
         .ok()
@@ -457,6 +457,27 @@ pub(crate) fn parse(
         .then(|| find_split(text, text.len() / 100 * share))
         .flatten();
     with_skip(skip, || parse_text(text, sink, split)).map(|_| ())
+}
+
+/// `bytes` as text, checked to be UTF-8 on two threads when large (the check is a
+/// twentieth of a first answer's time on one, and the first to touch a mapped file's pages).
+/// The halves are checked apart: two valid UTF-8 texts joined are one, as neither can begin
+/// or end within a character. When either is not valid (or the cut falls within a
+/// character), the whole is checked again on one thread, which names the first bad byte.
+fn utf8(bytes: &[u8], cores: usize) -> Result<&str, std::str::Utf8Error> {
+    if bytes.len() < PARALLEL_MIN || cores < 2 {
+        return std::str::from_utf8(bytes);
+    }
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    let both = std::thread::scope(|s| {
+        let second = s.spawn(|| std::str::from_utf8(b).is_ok());
+        std::str::from_utf8(a).is_ok() && second.join().unwrap_or(false)
+    });
+    if both {
+        // SAFETY: both halves are valid UTF-8, so is their concatenation (see above).
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes)
 }
 
 /// Threads a parse may use: the machine's, or `XLENS_JSON_THREADS` (`1` keeps it to one thread,
@@ -1639,6 +1660,37 @@ mod tests {
             "{full:?}"
         );
         assert_eq!(with_skip(Some(skip), || run(&twice, None)).1, full);
+    }
+
+    #[test]
+    fn text_checked_in_halves_is_checked_as_a_whole() {
+        // Large enough for two threads; a four-byte character straddles the cut.
+        let mut text = "{\"ph\": \"X\", \"name\": \"a\u{e9}\"}, ".repeat(PARALLEL_MIN / 28 + 1);
+        let half = text.len() / 2;
+        // The cut of the longer text (`half + 2`) falls within the character inserted at `at`.
+        let at = (half - 1..=half + 1)
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap();
+        text.insert(at, '\u{1f600}');
+        let bytes = text.as_bytes().to_vec();
+        assert!(bytes.len() >= PARALLEL_MIN && !text.is_char_boundary(bytes.len() / 2));
+        assert_eq!(utf8(&bytes, 2).ok(), Some(text.as_str()));
+        // A bad byte anywhere (first half, at the cut, second half, last) is named as one
+        // thread names it.
+        for bad in [
+            10,
+            bytes.len() / 2 - 1,
+            bytes.len() / 2,
+            bytes.len() * 3 / 4,
+            bytes.len() - 1,
+        ] {
+            let mut b = bytes.clone();
+            b[bad] = 0xff;
+            let want = std::str::from_utf8(&b).unwrap_err();
+            assert_eq!(utf8(&b, 2).unwrap_err(), want, "a bad byte at {bad}");
+            // At the bad byte, or at the start of the character it broke.
+            assert!(want.valid_up_to() <= bad && bad - want.valid_up_to() < 4);
+        }
     }
 
     #[test]
