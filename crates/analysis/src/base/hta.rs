@@ -61,12 +61,98 @@ pub struct HtaTrace {
     pub last_step_dropped: bool,
     /// Whether times were rounded to whole microseconds.
     pub rounded: bool,
+    /// What HTA's rules ask of each name, answered once per name.
+    pub names: NameKinds,
 }
 
 impl HtaTrace {
     /// The GPU events (those with a stream).
     pub fn gpu(&self) -> impl Iterator<Item = &HtaEvent> {
         self.events.iter().filter(|e| e.stream != -1)
+    }
+
+    /// [`kernel_type`] of an event's name.
+    pub fn kernel_type(&self, e: &HtaEvent) -> KernelType {
+        self.names.kernel_type(e.name)
+    }
+}
+
+/// [`kernel_type`], and whether a name is a profiler step's or a device-wide sync's, for every
+/// name of a trace's events: a trace has far fewer names than events, and a lookup here is an
+/// index where the rules compare strings.
+#[derive(Debug, Default)]
+pub struct NameKinds {
+    /// By name id: [`KNOWN`] once filled, then the bits below and the kernel type.
+    kinds: Vec<u8>,
+}
+
+const KNOWN: u8 = 1;
+const STEP: u8 = 2;
+const SYNC: u8 = 4;
+/// The kernel type's place in a kind: two bits.
+const TYPE_SHIFT: u8 = 3;
+
+impl NameKinds {
+    /// The kinds of the names of `events`.
+    pub fn of(p: &Profile, events: &[HtaEvent]) -> NameKinds {
+        let mut kinds = vec![0u8; p.strings.len()];
+        for e in events {
+            let Some(k) = kinds.get_mut(e.name.0 as usize) else {
+                continue;
+            };
+            if *k != 0 {
+                continue;
+            }
+            let name = p.str(e.name);
+            let ty = match kernel_type(name) {
+                KernelType::Communication => 0,
+                KernelType::Memory => 1,
+                KernelType::Computation => 2,
+                KernelType::Other => 3,
+            };
+            *k = KNOWN
+                | if name.contains("ProfilerStep") {
+                    STEP
+                } else {
+                    0
+                }
+                | if matches!(name, "Event Sync" | "Context Sync") {
+                    SYNC
+                } else {
+                    0
+                }
+                | ty << TYPE_SHIFT;
+        }
+        NameKinds { kinds }
+    }
+
+    /// The kind of `name`; `None` for a name not among the events it was made for.
+    fn kind(&self, name: StrId) -> Option<u8> {
+        self.kinds
+            .get(name.0 as usize)
+            .copied()
+            .filter(|k| k & KNOWN != 0)
+    }
+
+    /// [`kernel_type`] of `name` (of an event it was made for; others count as computation, as
+    /// an empty name does).
+    pub fn kernel_type(&self, name: StrId) -> KernelType {
+        match self.kind(name).map(|k| (k >> TYPE_SHIFT) & 3) {
+            Some(0) => KernelType::Communication,
+            Some(1) => KernelType::Memory,
+            Some(3) => KernelType::Other,
+            _ => KernelType::Computation,
+        }
+    }
+
+    /// Whether `name` contains `ProfilerStep`.
+    pub fn is_step(&self, name: StrId) -> bool {
+        self.kind(name).is_some_and(|k| k & STEP != 0)
+    }
+
+    /// [`is_gpu_kernel`] of an event whose name it knows.
+    pub fn is_gpu_kernel(&self, e: &HtaEvent) -> bool {
+        (e.stream >= 0 && e.correlation >= 0) || self.kind(e.name).is_some_and(|k| k & SYNC != 0)
     }
 }
 
@@ -133,20 +219,17 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
         ..HtaTrace::default()
     };
     let raw = categorized_events(p);
-    let micro = 1_000_000i128;
     let origin = p.origin_ps;
-    out.rounded = raw
-        .iter()
-        .any(|r| (origin + i128::from(r.0)).rem_euclid(micro) != 0);
+    // A time is whole when rounding it changes nothing.
+    out.rounded = raw.iter().any(|e| to_micros(origin, e.0, 0, false) != e.0);
     out.events = raw
         .into_iter()
         .map(|(start, dur, name, cat, stream, correlation)| {
             let (start_ps, end_ps) = if out.rounded {
-                let a = origin + i128::from(start);
-                let b = a + i128::from(dur);
-                let up = (a + micro - 1).div_euclid(micro) * micro;
-                let down = b.div_euclid(micro) * micro;
-                ((up - origin) as i64, (down - origin) as i64)
+                (
+                    to_micros(origin, start, 0, true),
+                    to_micros(origin, start, dur, false),
+                )
             } else {
                 (start, start + dur)
             };
@@ -160,8 +243,34 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
             }
         })
         .collect();
-    drop_last_step(p, &mut out);
+    out.names = NameKinds::of(p, &out.events);
+    drop_last_step(&mut out);
     out
+}
+
+/// `t + d` picoseconds after `origin` (ps since the epoch), rounded up or down to a whole
+/// microsecond since the epoch, as picoseconds after `origin` (saturated to i64).
+///
+/// With `origin` some whole microseconds and `r` picoseconds past one, that is `r + t + d`
+/// rounded to a multiple of 10^6, less `r`: i64 arithmetic, where an i128 division per event
+/// was a tenth of the NCCL trace's breakdown.
+fn to_micros(origin: i128, t: i64, d: i64, up: bool) -> i64 {
+    const M: i64 = 1_000_000;
+    let r = origin.rem_euclid(i128::from(M)) as i64;
+    let fast = t
+        .checked_add(d)
+        .and_then(|t| t.checked_add(r))
+        .and_then(|x| {
+            let whole = x.div_euclid(M) + i64::from(up && x.rem_euclid(M) != 0);
+            whole.checked_mul(M)?.checked_sub(r)
+        });
+    fast.unwrap_or_else(|| {
+        // Near the ends of i64 (not a real trace): the same in i128.
+        let (a, m) = (origin + i128::from(t) + i128::from(d), i128::from(M));
+        let whole = a.div_euclid(m) + i128::from(up && a.rem_euclid(m) != 0);
+        let v = whole * m - origin;
+        i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+    })
 }
 
 /// The rank a trace states (`rank` stat of `/host:CPU`, from `distributedInfo`).
@@ -176,8 +285,9 @@ pub fn is_gpu_kernel(p: &Profile, e: &HtaEvent) -> bool {
     (e.stream >= 0 && e.correlation >= 0) || matches!(p.str(e.name), "Event Sync" | "Context Sync")
 }
 
-fn drop_last_step(p: &Profile, t: &mut HtaTrace) {
-    let is_step = |e: &HtaEvent| p.str(e.name).contains("ProfilerStep");
+fn drop_last_step(t: &mut HtaTrace) {
+    let kinds = &t.names;
+    let is_step = |e: &HtaEvent| kinds.is_step(e.name);
     let mut names: Vec<StrId> = t
         .events
         .iter()
@@ -189,7 +299,7 @@ fn drop_last_step(p: &Profile, t: &mut HtaTrace) {
     if names.len() < 2 {
         return;
     }
-    let is_gpu = |e: &HtaEvent| is_gpu_kernel(p, e);
+    let is_gpu = |e: &HtaEvent| kinds.is_gpu_kernel(e);
     let last_start = t
         .events
         .iter()
@@ -267,6 +377,29 @@ pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_round_to_whole_microseconds_since_the_epoch() {
+        // Origin 2.5 us: its t = 0 is 2.5 us, rounded up to 3 us, down to 2 us.
+        assert_eq!(to_micros(2_500_000, 0, 0, true), 500_000);
+        assert_eq!(to_micros(2_500_000, 0, 0, false), -500_000);
+        // 3 us exactly stays.
+        assert_eq!(to_micros(2_500_000, 400_000, 100_000, true), 500_000);
+        assert_eq!(to_micros(2_500_000, 400_000, 100_000, false), 500_000);
+        // -0.1 us since the epoch: up to 0, down to -1 us.
+        assert_eq!(to_micros(2_500_000, -2_600_000, 0, true), -2_500_000);
+        assert_eq!(to_micros(2_500_000, -2_600_000, 0, false), -3_500_000);
+        // An epoch origin (1661203463029566.123 us): 0.877 us later is a whole microsecond.
+        let epoch = 1_661_203_463_029_566_123_000;
+        assert_eq!(to_micros(epoch, 877_000, 0, true), 877_000);
+        assert_eq!(to_micros(epoch, 0, 877_001, false), 877_000);
+        assert_eq!(to_micros(epoch, 0, 877_001, true), 1_877_000);
+        // Near i64::MAX (origin 999,999 ps): up is past i64 and saturates; down is
+        // 9223372036855000000 - 999999.
+        let t = i64::MAX - 10;
+        assert_eq!(to_micros(999_999, t, 0, true), i64::MAX);
+        assert_eq!(to_micros(999_999, t, 0, false), 9_223_372_036_854_000_001);
+    }
 
     #[test]
     fn kernel_types_follow_htas_patterns() {

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::hta::{kernel_type, total, union, KernelType};
+use crate::base::hta::{total, union, KernelType};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One rank's breakdown.
@@ -43,12 +43,11 @@ fn pctg(part: i64, whole: i64) -> f64 {
 }
 
 pub fn temporal_breakdown(a: &Analysis) -> TemporalBreakdown {
-    let p = a.profile();
     let t = a.hta();
     let all: Vec<(i64, i64)> = t.gpu().map(|e| (e.start_ps, e.end_ps)).collect();
     let compute: Vec<(i64, i64)> = t
         .gpu()
-        .filter(|e| kernel_type(p.str(e.name)) == KernelType::Computation)
+        .filter(|e| t.kernel_type(e) == KernelType::Computation)
         .map(|e| (e.start_ps, e.end_ps))
         .collect();
     let n = all.len();
