@@ -717,7 +717,8 @@ struct Skimmed<'a> {
     ts: Option<&'a str>,
     dur: Option<&'a str>,
     /// Some string in it is `stream` (an arg HTA reads), or it is not plain enough to leave
-    /// to a skim (a repeated or escaped key): it is read in full.
+    /// to a skim (a repeated key, an escape anywhere: the skim does not check escapes): it is
+    /// read in full.
     read_in_full: bool,
 }
 
@@ -760,7 +761,8 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
             b'"' => {
                 let (v0, v1, escaped) = skim_string(b, i)?;
                 let value = &text[v0..v1];
-                out.read_in_full |= value == "stream";
+                // Escapes are checked by a full read (an invalid one is named there).
+                out.read_in_full |= value == "stream" || escaped;
                 if let Some(slot) = slot {
                     // Times keep their raw text, quotes included.
                     let value = if matches!(key, "ts" | "dur") {
@@ -775,8 +777,10 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
             b'{' | b'[' => {
                 // A nested value: only its strings and brackets matter, found a block at a time.
                 let end = nested::value_end(b, i, 1)?;
-                // A `stream` string anywhere in it (or what merely looks like one).
-                out.read_in_full |= STREAM.find(&b[i..end]).is_some();
+                // A `stream` string anywhere in it (or what merely looks like one), or an
+                // escape (checked by a full read).
+                out.read_in_full |= STREAM.find(&b[i..end]).is_some()
+                    || memchr::memchr(b'\\', &b[i..end]).is_some();
                 // Not a string: read in full (serde_json says what is wrong).
                 out.read_in_full |= slot.is_some();
                 i = end;
@@ -1621,7 +1625,7 @@ mod tests {
     #[test]
     fn skipped_events_keep_their_times_wherever_a_second_thread_starts() {
         const SKIPPY: &str = r#"[
-  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"Input Dims": [[1, 2], []], "s": "}]{[\"", "o": {"p": [{}]}}},
+  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"Input Dims": [[1, 2], []], "s": "}]{[:,", "o": {"p": [{}]}}},
   {"ph": "X", "cat": "cpu_op", "name": "triton", "pid": 1, "tid": 1, "ts": 6, "dur": 1, "args": {"stream": 0}},
   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 7, "dur": 1, "args": {"stream": 7, "correlation": 3}},
   {"cat": "cpu_op", "ph": "X", "ts": "8.5", "name": "quoted time"},
@@ -1877,7 +1881,7 @@ mod tests {
         assert!(skimmed * 100 >= events * 30, "{skimmed} of {events}");
         let cases = [
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2}"#,
-            r#"{"ph":"X","cat":"cpu_op","ts":"1.5","dur":2,"args":{"a":[[], [1, 2], {"b": "]}\"["}]}}"#,
+            r#"{"ph":"X","cat":"cpu_op","ts":"1.5","dur":2,"args":{"a":[[], [1, 2], {"b": "]}:["}]}}"#,
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"k": "stream"}}"#,
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"stream": 1}}"#,
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "ts": 2}"#,
@@ -1894,8 +1898,18 @@ mod tests {
             read += usize::from(skim_as_serde(c, 0, skip));
         }
         assert!(read >= 3, "{read}");
-        let ev = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 12.5, "dur": 3, "args": {"Input Dims": [[2, 3], []], "s": "x\"y", "n": -1.5e3, "b": true, "z": null}}"#;
+        let ev = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 12.5, "dur": 3, "args": {"Input Dims": [[2, 3], []], "s": "x]y", "n": -1.5e3, "b": true, "z": null}}"#;
         assert!(skim_as_serde(ev, 0, skip));
+        // An escape, valid or not, in a name or in the args: read in full, which checks it.
+        for e in [
+            r#"{"ph": "X", "cat": "cpu_op", "name": "a\"b", "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "name": "a\qb", "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"s": "x\"y"}}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"s": ["x\qy"]}}"#,
+        ] {
+            let k = skim(e, 0).expect("well formed as far as a skim looks");
+            assert!(skipped_event(&k, skip).is_none(), "{e}");
+        }
         let mut read = 0;
         for cut in 0..ev.len() {
             skim_as_serde(&ev[..cut], 0, skip);
