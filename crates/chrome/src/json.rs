@@ -795,6 +795,10 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
                 {
                     i += 1;
                 }
+                // Not a number, `true`, `false` or `null`: left to a full read, which names it.
+                let v = &b[start..i];
+                out.read_in_full |=
+                    !(plain::is_number(v) || matches!(v, b"true" | b"false" | b"null"));
                 if let Some(slot) = slot {
                     let again = slot.replace(&text[start..i]).is_some();
                     // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
@@ -824,7 +828,7 @@ fn skim_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// The string at `b[i]` (a `"`) as a skim sees it: its first byte, its closing quote, and
-/// whether it has escapes (a backslash passes the byte after it; nothing else is checked).
+/// whether it has escapes or control characters (a backslash passes the byte after it).
 #[inline]
 fn skim_string(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
     if b.get(i) != Some(&b'"') {
@@ -840,8 +844,11 @@ fn skim_string(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
                 escaped = true;
                 j += 2;
             }
-            // A control character (not JSON, but a skim does not check).
-            _ => j += 1,
+            // A control character (not JSON): left to a full read, which names it.
+            _ => {
+                escaped = true;
+                j += 1;
+            }
         }
     }
 }
@@ -1900,12 +1907,18 @@ mod tests {
         assert!(read >= 3, "{read}");
         let ev = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 12.5, "dur": 3, "args": {"Input Dims": [[2, 3], []], "s": "x]y", "n": -1.5e3, "b": true, "z": null}}"#;
         assert!(skim_as_serde(ev, 0, skip));
-        // An escape, valid or not, in a name or in the args: read in full, which checks it.
+        // An escape, valid or not, in a name or in the args, and other forms a skim does not
+        // check: read in full, which checks them.
         for e in [
             r#"{"ph": "X", "cat": "cpu_op", "name": "a\"b", "ts": 1, "dur": 2}"#,
             r#"{"ph": "X", "cat": "cpu_op", "name": "a\qb", "ts": 1, "dur": 2}"#,
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"s": "x\"y"}}"#,
             r#"{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"s": ["x\qy"]}}"#,
+            // A control character, a scalar that is not JSON.
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\u{1}b\", \"ts\": 1, \"dur\": 2}",
+            r#"{"ph": "X", "cat": "cpu_op", "pid": NaN, "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "pid": tru, "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "pid": 01, "ts": 1, "dur": 2}"#,
         ] {
             let k = skim(e, 0).expect("well formed as far as a skim looks");
             assert!(skipped_event(&k, skip).is_none(), "{e}");
