@@ -789,6 +789,7 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
                 let start = i;
                 // Most are integers (times, ids): their digits eight at a time, then the rest.
                 i = stops::digits_end(b, i);
+                let digits = i;
                 while b
                     .get(i)
                     .is_some_and(|&c| !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'))
@@ -796,9 +797,12 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
                     i += 1;
                 }
                 // Not a number, `true`, `false` or `null`: left to a full read, which names it.
+                // Digits alone, not a zero before others, are a number without looking again.
                 let v = &b[start..i];
-                out.read_in_full |=
-                    !(plain::is_number(v) || matches!(v, b"true" | b"false" | b"null"));
+                let plain_int = digits == i && i > start && (b[start] != b'0' || i - start == 1);
+                out.read_in_full |= !(plain_int
+                    || plain::is_number(v)
+                    || matches!(v, b"true" | b"false" | b"null"));
                 if let Some(slot) = slot {
                     let again = slot.replace(&text[start..i]).is_some();
                     // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
