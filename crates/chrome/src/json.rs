@@ -1697,7 +1697,7 @@ mod tests {
         // The cut of the longer text (`half + 2`) falls within the character inserted at `at`.
         let at = (half - 1..=half + 1)
             .find(|&i| text.is_char_boundary(i))
-            .unwrap();
+            .expect("a character boundary near the middle");
         text.insert(at, '\u{1f600}');
         let bytes = text.as_bytes().to_vec();
         assert!(bytes.len() >= PARALLEL_MIN && !text.is_char_boundary(bytes.len() / 2));
