@@ -14,6 +14,15 @@
 //! page (peak RSS of that overview: 107 -> 123 MB; of `op_profile`: 76 -> 79 MB); a block that
 //! shrinks (the decoder fits its columns to what it wrote) gives back its pages past the new end
 //! (a 20 MB profile's overview: 3 MB lower peak).
+//!
+//! Commands that decode one host file after another (`xlens hosts`, `summarize`, `sql`) also
+//! keep freed big blocks mapped, their pages resident, for the next big blocks
+//! ([`keep_freed_blocks`]): a fresh page costs the kernel a zeroing (a huge page, 2 MiB at once),
+//! and each host allocates about two and a half times its file in big blocks. A new block (or a
+//! block's grown part) takes kept pages first, moved into place (`mremap`, no copy), and fresh
+//! pages only when none are kept, so the big blocks' resident memory stays within the most they
+//! ever held at once; what a block reserves but never writes is resident too, though (see
+//! PERFORMANCE.md for the measured cost and gain).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -74,12 +83,38 @@ mod big {
         }
     }
 
-    /// Unmaps a block of `size` bytes made by [`map`].
+    /// A new block of `len` bytes (a multiple of [`HUGE`]), made of kept pages as far as there
+    /// are any; null on failure. With `zeroed`, the kept pages are cleared (fresh ones are zero).
+    pub fn take(len: usize, zeroed: bool) -> *mut u8 {
+        let p = map(len);
+        if !p.is_null() {
+            // SAFETY: `p` is a fresh mapping of `len` bytes that nothing else refers to.
+            let kept = unsafe { super::kept::fill(p, len) };
+            if zeroed && kept > 0 {
+                // SAFETY: the first `kept` bytes of the block are mapped and writable.
+                unsafe { std::ptr::write_bytes(p, 0, kept) };
+            }
+        }
+        p
+    }
+
+    /// Frees `len` bytes at `p` (whole, aligned huge-page units of a block): kept for later
+    /// blocks where [`keep_freed_blocks`](super::keep_freed_blocks) says so, else unmapped.
     ///
     /// # Safety
-    /// `p` must come from [`map`] or [`remap`] for a block of this size, and not be used again.
+    /// The range must be mapped by this allocator and not be used again.
+    unsafe fn release(p: *mut u8, len: usize) {
+        if len > 0 && !super::kept::put(p, len) {
+            libc::munmap(p as *mut libc::c_void, len);
+        }
+    }
+
+    /// Frees a block of `size` bytes made by [`take`] or [`remap`].
+    ///
+    /// # Safety
+    /// `p` must come from [`take`] or [`remap`] for a block of this size, and not be used again.
     pub unsafe fn unmap(p: *mut u8, size: usize) {
-        libc::munmap(p as *mut libc::c_void, span(size));
+        release(p, span(size));
     }
 
     /// Resizes a block made by [`map`] from `old` to `new` bytes (both big), keeping its
@@ -91,7 +126,7 @@ mod big {
         let (old_len, new_len) = (span(old), span(new));
         if new_len <= old_len {
             if new_len < old_len {
-                libc::munmap(p.add(new_len) as *mut libc::c_void, old_len - new_len);
+                release(p.add(new_len), old_len - new_len);
             }
             // Give back the pages past the new end in its unit: after a shrink (columns fitted
             // to what a decode wrote) they are never read, and in a huge page they would stay
@@ -110,7 +145,9 @@ mod big {
         let q = libc::mremap(p as *mut libc::c_void, old_len, new_len, 0);
         if q != libc::MAP_FAILED {
             libc::madvise(q, new_len, libc::MADV_HUGEPAGE);
-            return q as *mut u8;
+            let q = q as *mut u8;
+            super::kept::fill(q.add(old_len), new_len - old_len);
+            return q;
         }
         // Otherwise move the pages into a new aligned block (no copy; huge pages stay huge).
         let dst = map(new_len);
@@ -124,15 +161,129 @@ mod big {
             libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
             dst as *mut libc::c_void,
         );
-        if moved == libc::MAP_FAILED {
-            libc::munmap(dst as *mut libc::c_void, new_len);
-            return std::ptr::null_mut();
+        if moved != libc::MAP_FAILED {
+            super::kept::fill(dst.add(old_len), new_len - old_len);
+            return dst;
         }
+        // A block made of kept pieces can span several mappings, which older kernels do not
+        // move in one call: copied instead.
+        super::kept::fill(dst, new_len);
+        std::ptr::copy_nonoverlapping(p, dst, old);
+        release(p, old_len);
         dst
     }
 }
 
-// SAFETY: small blocks go to the system allocator unchanged. A big block is mapped by `big::map`
+/// Keeps freed big blocks for later ones from now on (for commands that decode many host files;
+/// a server that should give memory back does not call this).
+pub fn keep_freed_blocks() {
+    #[cfg(target_os = "linux")]
+    kept::KEPT
+        .on
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Freed big blocks kept mapped for later ones: whole, aligned huge-page units, in a fixed
+/// table (the allocator cannot allocate for its own bookkeeping) under a spin lock (big blocks
+/// are few, and each call holds it for a few system calls).
+#[cfg(target_os = "linux")]
+mod kept {
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const SLOTS: usize = 64;
+
+    pub struct Kept {
+        pub on: AtomicBool,
+        lock: AtomicBool,
+        /// (address, length); length 0 is a free slot.
+        slots: UnsafeCell<[(usize, usize); SLOTS]>,
+    }
+
+    // SAFETY: `slots` is only touched under `lock`.
+    unsafe impl Sync for Kept {}
+
+    pub static KEPT: Kept = Kept {
+        on: AtomicBool::new(false),
+        lock: AtomicBool::new(false),
+        slots: UnsafeCell::new([(0, 0); SLOTS]),
+    };
+
+    fn locked<R>(f: impl FnOnce(&mut [(usize, usize); SLOTS]) -> R) -> R {
+        while KEPT
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the lock is held, so no other reference to the table exists.
+        let r = f(unsafe { &mut *KEPT.slots.get() });
+        KEPT.lock.store(false, Ordering::Release);
+        r
+    }
+
+    /// Keeps `len` bytes at `p`; false when not kept (keeping is off, or the table is full).
+    pub fn put(p: *mut u8, len: usize) -> bool {
+        if !KEPT.on.load(Ordering::Relaxed) {
+            return false;
+        }
+        locked(|s| match s.iter_mut().find(|x| x.1 == 0) {
+            Some(x) => {
+                *x = (p as usize, len);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Moves kept pages over the fresh range `dst..dst + len` from its start (the best-fitting
+    /// kept block, else the largest, until the range is covered or none is left); returns how
+    /// many bytes were covered.
+    ///
+    /// # Safety
+    /// `dst..dst + len` must be a fresh, unused part of a mapping made by this allocator, and
+    /// `len` a multiple of the huge page size.
+    pub unsafe fn fill(dst: *mut u8, len: usize) -> usize {
+        if len == 0 || !KEPT.on.load(Ordering::Relaxed) {
+            return 0;
+        }
+        locked(|s| {
+            let mut done = 0;
+            while done < len {
+                let want = len - done;
+                let live = || (0..SLOTS).filter(|&i| s[i].1 > 0);
+                let Some(i) = live()
+                    .filter(|&i| s[i].1 >= want)
+                    .min_by_key(|&i| s[i].1)
+                    .or_else(|| live().max_by_key(|&i| s[i].1))
+                else {
+                    break;
+                };
+                let (a, l) = s[i];
+                let k = l.min(want);
+                let moved = libc::mremap(
+                    a as *mut libc::c_void,
+                    k,
+                    k,
+                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                    dst.add(done) as *mut libc::c_void,
+                );
+                if moved == libc::MAP_FAILED {
+                    // (A block of several mappings on an older kernel.) Given back instead.
+                    libc::munmap(a as *mut libc::c_void, l);
+                    s[i] = (0, 0);
+                    continue;
+                }
+                s[i] = if k < l { (a + k, l - k) } else { (0, 0) };
+                done += k;
+            }
+            done
+        })
+    }
+}
+
+// SAFETY: small blocks go to the system allocator unchanged. A big block is mapped by `big::take`
 // with at least the requested size and an alignment (2 MiB) above the requested one (at most
 // 4096), and is only ever unmapped or remapped by the calls below, which know it is big from
 // its layout's size: the same test decides at allocation, so each block goes back to whoever
@@ -141,15 +292,15 @@ unsafe impl GlobalAlloc for HugeAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         #[cfg(target_os = "linux")]
         if big::is_big(layout.size(), layout.align()) {
-            return big::map(big::span(layout.size()));
+            return big::take(big::span(layout.size()), false);
         }
         System.alloc(layout)
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // Fresh anonymous mappings are zeroed by the kernel.
+        // Fresh anonymous mappings are zeroed by the kernel, kept pages here.
         #[cfg(target_os = "linux")]
         if big::is_big(layout.size(), layout.align()) {
-            return big::map(big::span(layout.size()));
+            return big::take(big::span(layout.size()), true);
         }
         System.alloc_zeroed(layout)
     }
@@ -196,8 +347,12 @@ unsafe impl GlobalAlloc for HugeAlloc {
 mod tests {
     use super::*;
 
+    /// The tests share the table of kept blocks.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn big_blocks_are_aligned_zeroed_and_keep_their_contents_when_resized() {
+        let _serial = SERIAL.lock();
         let a = HugeAlloc;
         unsafe {
             let l = Layout::from_size_align(3 << 20, 8).unwrap();
@@ -238,6 +393,49 @@ mod tests {
             let p = a.alloc(l);
             assert!(!p.is_null() && (p as usize).is_multiple_of(8192));
             a.dealloc(p, l);
+        }
+    }
+
+    #[test]
+    fn freed_blocks_are_kept_and_serve_later_blocks_whole_or_in_pieces() {
+        let _serial = SERIAL.lock();
+        keep_freed_blocks();
+        let a = HugeAlloc;
+        let mib = |n: usize| Layout::from_size_align(n << 20, 8).unwrap();
+        unsafe {
+            // Two freed blocks, 4 and 6 MiB, written all over.
+            let (p4, p6) = (a.alloc(mib(4)), a.alloc(mib(6)));
+            assert!(!p4.is_null() && !p6.is_null());
+            std::ptr::write_bytes(p4, 0xab, 4 << 20);
+            std::ptr::write_bytes(p6, 0xab, 6 << 20);
+            a.dealloc(p4, mib(4));
+            a.dealloc(p6, mib(6));
+            // A new 8 MiB block is made of their pages (no fresh page reads 0xab) ...
+            let p = a.alloc(mib(8));
+            assert!(!p.is_null() && (p as usize).is_multiple_of(big::HUGE));
+            let b = std::slice::from_raw_parts_mut(p, 8 << 20);
+            assert!(b.iter().all(|&x| x == 0xab), "kept pages not reused");
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = (i % 251) as u8;
+            }
+            // ... and grows (its pieces moved, or copied) keeping its contents.
+            let q = a.realloc(p, mib(8), 20 << 20);
+            assert!(!q.is_null());
+            let b = std::slice::from_raw_parts_mut(q, 20 << 20);
+            assert!(b[..8 << 20]
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == (i % 251) as u8));
+            b[(20 << 20) - 1] = 1;
+            // The rest of the kept pages, and the grown block once freed, serve a zeroed block,
+            // which reads as zeros.
+            a.dealloc(q, mib(20));
+            let z = a.alloc_zeroed(mib(24));
+            assert!(!z.is_null());
+            assert!(std::slice::from_raw_parts(z, 24 << 20)
+                .iter()
+                .all(|&x| x == 0));
+            a.dealloc(z, mib(24));
         }
     }
 }

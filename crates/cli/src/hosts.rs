@@ -125,12 +125,14 @@ fn summarize_one(
     (s, Source::Decoded)
 }
 
-/// Every host of `sessions` summarised on `jobs` threads, in order.
+/// Every host of `sessions` summarised on `jobs` threads, in order. From here on the process
+/// keeps freed big blocks for the next host ([`crate::alloc::keep_freed_blocks`]).
 pub fn summarize(
     sessions: &[Session],
     jobs: usize,
     cache: &SummaryCache,
 ) -> (Vec<HostSummary>, Vec<HostTiming>) {
+    crate::alloc::keep_freed_blocks();
     let work: Vec<(&Session, &HostFile)> = sessions
         .iter()
         .flat_map(|s| s.hosts.iter().map(move |h| (s, h)))
