@@ -299,6 +299,21 @@ fn stat_u64(v: Option<StatValue>) -> Option<u64> {
 
 /// Builds every op row of one host.
 pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
+    host_ops_with(a, user, Detail::Full)
+}
+
+/// How much of each op row [`host_ops_with`] fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything the op tools show.
+    Full,
+    /// Times, costs, rates and category only: no HLO text (expression, shapes, fused children,
+    /// source location), which a per-host summary does not keep.
+    Figures,
+}
+
+/// [`host_ops`] with rows filled as far as `detail` says.
+pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
     let p = a.profile();
     // First: on a CPU-only profile this measures the machine with two 4 MiB buffers, which are
     // gone again before the HLO modules are decoded.
@@ -340,6 +355,7 @@ pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
             cost_source,
             &peaks,
             total_time_ps,
+            detail,
         ));
     }
     ops.sort_by(|a, b| {
@@ -448,8 +464,10 @@ fn op_row(
     cost_source: CostSource,
     peaks: &PeakSpec,
     total_ps: i64,
+    detail: Detail,
 ) -> OpRow {
     let _ = p;
+    let text = detail == Detail::Full;
     let ins_name = instruction_name_of(o.long_name.as_deref().unwrap_or(&o.name), &o.name);
     let mi = idx
         .modules
@@ -479,7 +497,7 @@ fn op_row(
     let (flops, bytes, row_cost_source, fused) = match (cost_source, module, ins) {
         (CostSource::Xla, m, i) => {
             let fused = match (m, i, mi) {
-                (Some(m), Some(i), Some(k)) if i.opcode == "fusion" => {
+                (Some(m), Some(i), Some(k)) if text && i.opcode == "fusion" => {
                     let c = costs.entry(k).or_insert_with(|| module_costs(m));
                     fused_children(m, c, i, 0)
                 }
@@ -495,7 +513,11 @@ fn op_row(
                 cost.flops as f64 * occ,
                 cost.bytes_accessed as f64 * occ,
                 CostSource::CostModel,
-                fused_children(m, c, i, 0),
+                if text {
+                    fused_children(m, c, i, 0)
+                } else {
+                    Vec::new()
+                },
             )
         }
         _ => (o.flops, o.bytes_accessed, CostSource::None, Vec::new()),
@@ -520,10 +542,11 @@ fn op_row(
     };
     let md = ins.and_then(|i| i.metadata.as_ref());
     let loc = match (module, ins) {
-        (Some(m), Some(i)) => m.source_location(i),
+        (Some(m), Some(i)) if text => m.source_location(i),
         _ => None,
     };
     let expression = match (&o.long_name, module, ins) {
+        _ if !text => String::new(),
         (Some(l), _, _) if l.contains(" = ") => l.clone(),
         (_, Some(m), Some(i)) => instruction_text(m, i),
         (Some(l), _, _) => l.clone(),
@@ -540,9 +563,12 @@ fn op_row(
             .clone()
             .or_else(|| ins.map(category_of))
             .unwrap_or_else(|| "unknown".to_string()),
-        shape: ins.and_then(|i| i.shape.as_ref()).map(shape_text),
+        shape: ins
+            .and_then(|i| i.shape.as_ref())
+            .filter(|_| text)
+            .map(shape_text),
         operand_shapes: match (module, ins) {
-            (Some(m), Some(i)) => i
+            (Some(m), Some(i)) if text => i
                 .operand_ids
                 .iter()
                 .map(|&id| {

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::base::align::HostClock;
 use crate::base::context::Analysis;
+use crate::base::hlo_ops::{host_ops_with, Detail};
 use crate::base::hosts::{AllHosts, HostSteps, OpsAcrossHosts};
 use crate::base::peaks::UserPeaks;
 use crate::base::step_db::{StepRow, CATEGORIES};
@@ -84,7 +85,8 @@ impl HostSummary {
     pub fn of(session: &str, file: &HostFile, a: &Analysis) -> HostSummary {
         let dev = a.device();
         let db = a.step_db();
-        let ops = a.hlo_ops(UserPeaks::default());
+        // Not the cached full table: the summary keeps no HLO text.
+        let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
         let p = a.profile();
         HostSummary {
             session: session.to_string(),
