@@ -643,9 +643,11 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
             })
         })
         .collect();
-    // Zeroed (pages the kernel hands out lazily); each line's job fills its own part.
-    let mut nest_parent = vec![0u32; n as usize];
-    let mut last_desc = vec![0u32; n as usize];
+    // No parent yet, and each event its own last descendant (ids are global, so that is the
+    // identity): written once here, not zeroed first (kept pages of `xlens hosts` are zeroed by
+    // a memset) and then set by each line's job.
+    let mut nest_parent = vec![NONE; n as usize];
+    let mut last_desc: Vec<u32> = (0..n).collect();
     // One job per line, with its parts of the per-event columns; large profiles in two halves of
     // about equal event counts, one of them on another thread.
     let mut jobs: Vec<(usize, &mut [u32], &mut [u32])> = Vec::with_capacity(lines.len());
@@ -902,7 +904,8 @@ impl LinePart {
 }
 
 /// Flattens one line whose first event has global id `base`: fills its nesting parents and last
-/// descendants (global ids) and returns its contexts and flow endpoints.
+/// descendants (global ids; given as `NONE` and as each event's own id) and returns its contexts
+/// and flow endpoints.
 fn flatten_line(
     k: &Keys,
     info: Option<&PlaneInfo>,
@@ -924,10 +927,11 @@ fn flatten_line(
             && k.others.iter().all(|&key| !ev.may_have_stat(key))
     });
     let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
-    nest_parent.fill(NONE);
-    for (i, d) in last_desc.iter_mut().enumerate() {
-        *d = base + i as u32;
-    }
+    debug_assert!(nest_parent.iter().all(|&x| x == NONE));
+    debug_assert!(last_desc
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| d == base + i as u32));
     // Open enclosing events: (start, end, index).
     let mut stack: Vec<(i64, i64, u32)> = Vec::new();
     for i in 0..ev.len() {
