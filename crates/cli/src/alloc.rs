@@ -401,7 +401,7 @@ mod tests {
         let _serial = SERIAL.lock();
         keep_freed_blocks();
         let a = HugeAlloc;
-        let mib = |n: usize| Layout::from_size_align(n << 20, 8).unwrap();
+        let mib = |n: usize| Layout::from_size_align(n << 20, 8).expect("a valid layout");
         unsafe {
             // Two freed blocks, 4 and 6 MiB, written all over.
             let (p4, p6) = (a.alloc(mib(4)), a.alloc(mib(6)));
