@@ -184,8 +184,8 @@ pub fn keep_freed_blocks() {
 }
 
 /// Freed big blocks kept mapped for later ones: whole, aligned huge-page units, in a fixed
-/// table (the allocator cannot allocate for its own bookkeeping) under a spin lock (big blocks
-/// are few, and each call holds it for a few system calls).
+/// table (the allocator cannot allocate for its own bookkeeping) under a spin lock that yields
+/// (big blocks are few, and each call holds it for a few system calls).
 #[cfg(target_os = "linux")]
 mod kept {
     use std::cell::UnsafeCell;
@@ -210,12 +210,20 @@ mod kept {
     };
 
     fn locked<R>(f: impl FnOnce(&mut [(usize, usize); SLOTS]) -> R) -> R {
+        let mut spins = 0u32;
         while KEPT
             .lock
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            std::hint::spin_loop();
+            // The holder may be off the CPU (more threads than cores): give way after a while
+            // rather than spin out the time slice.
+            spins += 1;
+            if spins.is_multiple_of(64) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         // SAFETY: the lock is held, so no other reference to the table exists.
         let r = f(unsafe { &mut *KEPT.slots.get() });
