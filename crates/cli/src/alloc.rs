@@ -117,11 +117,11 @@ mod big {
         release(p, span(size));
     }
 
-    /// Resizes a block made by [`map`] from `old` to `new` bytes (both big), keeping its
+    /// Resizes a block made by [`take`] from `old` to `new` bytes (both big), keeping its
     /// contents; null on failure (the old block is then untouched).
     ///
     /// # Safety
-    /// `p` must come from [`map`] or [`remap`] for a block of `old` bytes.
+    /// `p` must come from [`take`] or [`remap`] for a block of `old` bytes.
     pub unsafe fn remap(p: *mut u8, old: usize, new: usize) -> *mut u8 {
         let (old_len, new_len) = (span(old), span(new));
         if new_len <= old_len {
