@@ -17,8 +17,8 @@ mod strings;
 
 pub use events::{Events, EventsBuilder, FlowRef, Flows};
 pub use stats::{
-    encode_int_raw, encode_ref_pre, encode_stat, BlobId, PreKey, PreRef, Stat, StatIter, StatValue,
-    Stats,
+    encode_int_raw, encode_int_raw_long, encode_ref_pre, encode_stat, BlobId, PreKey, PreRef, Stat,
+    StatIter, StatValue, Stats,
 };
 pub use strings::{StrId, Strings};
 

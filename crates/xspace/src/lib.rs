@@ -13,8 +13,8 @@ use hashbrown::HashMap;
 use std::fmt;
 use wire::{Reader, Res};
 use xlens_model::{
-    encode_int_raw, encode_ref_pre, encode_stat, BlobId, EventMetadata, EventsBuilder, Line, Plane,
-    PreKey, PreRef, Profile, StatValue, StrId,
+    encode_int_raw, encode_int_raw_long, encode_ref_pre, encode_stat, BlobId, EventMetadata,
+    EventsBuilder, Line, Plane, PreKey, PreRef, Profile, StatValue, StrId,
 };
 use xlens_wire::WireType;
 
@@ -341,6 +341,16 @@ impl IdMap {
         }
     }
 
+    /// One past the largest id a dense map can hold (for a sparse one, its largest id).
+    fn upper(&self) -> usize {
+        match self {
+            IdMap::Dense(v) => v.len(),
+            IdMap::Sparse(m) => m.keys().max().map_or(0, |&k| {
+                usize::try_from(k).map_or(0, |k| k.saturating_add(1))
+            }),
+        }
+    }
+
     /// Adds an id that is not in the map yet; `entries` is the number of ids it will then hold
     /// (a dense map stays within the size bound of [`IdMap::build`]).
     fn insert(&mut self, id: i64, x: u32, entries: usize) {
@@ -375,15 +385,19 @@ impl IdMap {
 struct PlaneCtx {
     stat_names: IdMap,
     meta_index: IdMap,
-    /// Stat metadata ids below 128 (one-byte ids, as producers write them) prepared for
-    /// [`stat_fast`]: the key's encoded headers, the id's name as an encoded reference, and
-    /// the key's flow slot ([`flow_slot`]).
+    /// Stat metadata ids of one and two bytes (below 2^14, as producers write them) prepared
+    /// for [`stat_fast`]: the key's encoded headers, the id's name as an encoded reference, and
+    /// the key's flow slot ([`flow_slot`]). Keys are read from it only with one-byte ids,
+    /// reference targets with both.
     fast: Vec<Option<(PreKey, PreRef, u8)>>,
 }
 
+/// The ids [`PlaneCtx::fast`] covers: those of one- and two-byte varints.
+const FAST_IDS: usize = 1 << 14;
+
 impl PlaneCtx {
     fn new(stat_names: IdMap) -> Self {
-        let fast = (0..128)
+        let fast = (0..stat_names.upper().min(FAST_IDS) as i64)
             .map(|id| {
                 let name = StrId(stat_names.get(id)?);
                 Some((PreKey::new(name), PreRef::new(name), flow_slot(name)))
@@ -789,17 +803,23 @@ fn stat_fast(
     out: &mut Vec<u8>,
     flow: &mut EventFlow,
 ) -> bool {
-    let [0x08, key, tag, rest @ ..] = b else {
+    let [0x08, key @ 0..0x80, tag, rest @ ..] = b else {
+        // (Keys of 128 and more take two bytes: the general path.)
         return false;
     };
-    // Ids of 128 and more take two bytes (and miss the table).
     let Some(Some((pk, _, fs))) = ctx.fast.get(*key as usize) else {
         return false;
     };
-    // The value's bytes as one little-endian word (values of 9 and 10 bytes, such as negative
-    // ints, take the general path); each but the last must have its continuation bit.
+    // The value's bytes as one little-endian word; each but the last must have its
+    // continuation bit.
     let n = rest.len();
-    if n == 0 || n > 8 {
+    if n > 8 {
+        return stat_fast_long(pk, *fs, *tag, rest, out) && {
+            keys.add(*key as i64);
+            true
+        };
+    }
+    if n == 0 {
         return false;
     }
     let mut raw = 0u64;
@@ -819,19 +839,60 @@ fn stat_fast(
             encode_int_raw(out, pk, true, raw, n as u8);
             flow.put_raw(*fs, raw);
         }
-        // A reference to another one-byte stat metadata id.
-        0x38 => match (n, ctx.fast.get(rest[0] as usize)) {
-            (1, Some(Some((_, target, _)))) => {
-                encode_ref_pre(out, pk, target);
-                if *fs != 0 {
-                    flow.put(*fs, None);
-                }
+        // A reference to another stat metadata id of one or two bytes.
+        0x38 => {
+            let id = match *rest {
+                [a] => a as usize,
+                [a, b] => (a & 0x7f) as usize | (b as usize) << 7,
+                _ => return false,
+            };
+            let Some(Some((_, target, _))) = ctx.fast.get(id) else {
+                return false;
+            };
+            encode_ref_pre(out, pk, target);
+            if *fs != 0 {
+                flow.put(*fs, None);
             }
-            _ => return false,
-        },
+        }
         _ => return false,
     }
     keys.add(*key as i64);
+    true
+}
+
+/// [`stat_fast`] for an integer of 9 or 10 bytes (a negative `int64`, such as the `run_id` of
+/// every XLA op event), copied through the same way; `false` (nothing written) for flow keys,
+/// whose values the flow list keeps in one word, and for a tenth byte beyond 64 bits.
+#[inline(always)]
+fn stat_fast_long(pk: &PreKey, fs: u8, tag: u8, rest: &[u8], out: &mut Vec<u8>) -> bool {
+    let signed = match tag {
+        0x18 => false,
+        0x20 => true,
+        _ => return false,
+    };
+    let (Some((head, tail)), 0) = (rest.split_first_chunk::<8>(), fs) else {
+        return false;
+    };
+    let ok = match *tail {
+        [t0] => t0 < 0x80,
+        [t0, t1] => t0 >= 0x80 && t1 <= 1,
+        _ => false,
+    };
+    if !ok || head.iter().any(|&x| x < 0x80) {
+        return false;
+    }
+    let t = tail
+        .iter()
+        .rev()
+        .fold(0u16, |t, &b| (t << 8) | u16::from(b));
+    encode_int_raw_long(
+        out,
+        pk,
+        signed,
+        u64::from_le_bytes(*head),
+        t,
+        tail.len() as u8,
+    );
     true
 }
 

@@ -1408,6 +1408,55 @@ fn stat_values_and_references_resolve_to_names() {
     );
 }
 
+/// The decoder's copy-through path takes integers of up to 10 bytes and references to ids of one
+/// and two bytes; what it copies must read back as the general path would decode it.
+#[test]
+fn long_integers_and_two_byte_references_read_back_as_written() {
+    // A tenth byte with bits beyond 64 (no producer writes one): they are dropped.
+    let mut overlong = Pb::new().int(1, 6).tag(4, VARINT);
+    overlong.0.extend_from_slice(&[0xff; 9]);
+    overlong.0.push(0x7f);
+    let stats = [
+        stat_i64(1, i64::MIN),
+        Pb::new().int(1, 2).varint(3, 1 << 60),
+        Pb::new().int(1, 3).int(7, 200),
+        Pb::new().int(1, 4).int(7, 300),
+        Pb::new().int(1, 5).int(7, 127),
+        Pb::new().int(1, 7).int(7, 128),
+        stat_i64(200, -7),
+        overlong,
+        Pb::new().int(1, 8).int(7, 16_000),
+    ];
+    let mut e = event(1, 0, 10);
+    for s in &stats {
+        e = e.msg(4, s.clone());
+    }
+    let mut plane = Pb::new().str(2, "/host:CPU");
+    for id in 1..=300 {
+        plane = plane.msg(5, stat_md(id, &format!("k{id}")));
+    }
+    plane = plane
+        .msg(4, event_md(1, "op"))
+        .msg(3, Pb::new().str(2, "line").msg(4, e));
+    let p = check(&space([plane]), &|| "long integers".into()).unwrap();
+    let st = p.planes[0].lines[0].events.stats(0);
+    let get = |name: &str| st.get(key(&p, name));
+    let ref_name = |name: &str| match get(name) {
+        Some(StatValue::Ref(s)) => p.str(s).to_string(),
+        v => panic!("{name}: not a reference: {v:?}"),
+    };
+    assert_eq!(st.iter().count(), stats.len());
+    assert_eq!(get("k1"), Some(StatValue::I64(i64::MIN)));
+    assert_eq!(get("k2"), Some(StatValue::U64(1 << 60)));
+    assert_eq!(ref_name("k3"), "k200");
+    assert_eq!(ref_name("k4"), "k300");
+    assert_eq!(ref_name("k5"), "k127");
+    assert_eq!(ref_name("k7"), "k128");
+    assert_eq!(get("k200"), Some(StatValue::I64(-7)));
+    assert_eq!(get("k6"), Some(StatValue::I64(-1)));
+    assert_eq!(ref_name("k8"), "<stat 16000>");
+}
+
 #[test]
 fn events_out_of_order_are_sorted_with_their_stats_and_occurrences() {
     let ev = |md, off, dur| event(md, off, dur).msg(4, stat_i64(1, off));
