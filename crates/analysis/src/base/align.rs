@@ -145,29 +145,36 @@ pub fn collective_ends(p: &Profile, steps: &[StepRow]) -> Vec<(String, i64)> {
     let hlo = crate::base::hlo::instructions_with(p, crate::base::hlo::COINCIDENT_OPCODES);
     let category = p.key("hlo_category");
     let mut by_op: std::collections::BTreeMap<&str, Vec<(i64, i64)>> = Default::default();
+    // Whether each metadata entry of a plane is a coincident collective (its name if so),
+    // decided once per plane: a plane without one has its lines skipped, not scanned.
+    let mut plane_at: *const xlens_model::Plane = std::ptr::null();
+    let mut is: Vec<Option<&str>> = Vec::new();
     for (plane, line) in lines {
+        if !std::ptr::eq(plane_at, plane) {
+            plane_at = plane;
+            is = plane
+                .event_metadata
+                .iter()
+                .map(|md| {
+                    let name = p.str(crate::base::ops::op_name(p, md));
+                    let nccl = name.starts_with("nccl")
+                        && name.contains("Kernel")
+                        && NCCL_COINCIDENT.iter().any(|op| name.contains(op));
+                    let in_hlo = hlo.iter().any(|(_, set)| set.contains(name));
+                    let by_category = category
+                        .and_then(|k| md.stats().get(k))
+                        .and_then(|v| v.as_str_id())
+                        .is_some_and(|c| crate::base::hlo::COINCIDENT_OPCODES.contains(&p.str(c)));
+                    (nccl || in_hlo || by_category).then_some(name)
+                })
+                .collect();
+        }
+        if is.iter().all(Option::is_none) {
+            continue;
+        }
         let ev = &line.events;
-        // Whether each metadata entry is a coincident collective, decided once per entry.
-        let mut is: Vec<Option<Option<&str>>> = vec![None; plane.event_metadata.len()];
         for i in 0..ev.len() {
-            let m = ev.meta(i) as usize;
-            let Some(slot) = is.get_mut(m) else {
-                continue;
-            };
-            let name = *slot.get_or_insert_with(|| {
-                let md = plane.event_metadata.get(m)?;
-                let name = p.str(crate::base::ops::op_name(p, md));
-                let nccl = name.starts_with("nccl")
-                    && name.contains("Kernel")
-                    && NCCL_COINCIDENT.iter().any(|op| name.contains(op));
-                let in_hlo = hlo.iter().any(|(_, set)| set.contains(name));
-                let by_category = category
-                    .and_then(|k| md.stats().get(k))
-                    .and_then(|v| v.as_str_id())
-                    .is_some_and(|c| crate::base::hlo::COINCIDENT_OPCODES.contains(&p.str(c)));
-                (nccl || in_hlo || by_category).then_some(name)
-            });
-            if let Some(name) = name {
+            if let Some(&Some(name)) = is.get(ev.meta(i) as usize) {
                 by_op
                     .entry(name)
                     .or_default()
