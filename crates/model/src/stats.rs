@@ -473,6 +473,20 @@ mod tests {
         );
     }
 
+    /// Asserts that `a` is what [`encode_stat`] writes for `v` under `k` (as `I64` when
+    /// `signed`, else as `U64`), and reads back as that value.
+    fn as_encode_stat(a: &[u8], k: StrId, v: i64, signed: bool) {
+        let want = if signed {
+            StatValue::I64(v)
+        } else {
+            StatValue::U64(v as u64)
+        };
+        let mut b = Vec::new();
+        encode_stat(&mut b, k, want);
+        assert_eq!(a, b, "key {k:?} value {v} signed {signed}");
+        assert_eq!(Stats::new(a).get(k), Some(want));
+    }
+
     #[test]
     fn prepared_encoders_match_encode_stat() {
         let keys = [
@@ -493,16 +507,9 @@ mod tests {
                 }
                 let (raw, len) = varint_bits(v as u64);
                 for signed in [false, true] {
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    let mut a = Vec::new();
                     encode_int_raw(&mut a, &pk, signed, raw, len as u8);
-                    let want = if signed {
-                        StatValue::I64(v)
-                    } else {
-                        StatValue::U64(v as u64)
-                    };
-                    encode_stat(&mut b, k, want);
-                    assert_eq!(a, b, "key {k:?} value {v} signed {signed}");
-                    assert_eq!(Stats::new(&a).get(k), Some(want));
+                    as_encode_stat(&a, k, v, signed);
                 }
             }
             // Values of 9 and 10 bytes: negative int64s (ten bytes), and 63-bit ones (nine).
@@ -521,16 +528,9 @@ mod tests {
                     .rev()
                     .fold(0u16, |t, &b| (t << 8) | u16::from(b));
                 for signed in [false, true] {
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    let mut a = Vec::new();
                     encode_int_raw_long(&mut a, &pk, signed, raw, tail, bytes.len() as u8 - 8);
-                    let want = if signed {
-                        StatValue::I64(v)
-                    } else {
-                        StatValue::U64(v as u64)
-                    };
-                    encode_stat(&mut b, k, want);
-                    assert_eq!(a, b, "key {k:?} value {v} signed {signed}");
-                    assert_eq!(Stats::new(&a).get(k), Some(want));
+                    as_encode_stat(&a, k, v, signed);
                 }
             }
             for &t in &keys {
