@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+mod chunks;
 mod nested;
 mod plain;
 pub(crate) mod reading;
@@ -407,15 +408,7 @@ fn from_serde(text: &str, base: usize, e: &serde_json::Error) -> ParseError {
 /// Files at least this large are parsed by two threads (below it a thread costs more than it
 /// saves).
 const PARALLEL_MIN: usize = 4 << 20;
-/// Where the second thread starts, as a share of the file. The first thread parses up to there
-/// and then hands every event (its own and the second thread's) to the importer, which costs about
-/// as much as parsing them, so its own share is small.
-const FIRST_SHARE: usize = 10; // percent
-/// [`FIRST_SHARE`] when a [`Skip`] leaves events out. Timed on the NCCL trace's first answer:
-/// at 25 % the first thread reached the second's start after 3 ms and then waited 5 ms for it to
-/// finish; at 40 % both finish together, a millisecond or two sooner.
-const FIRST_SHARE_SKIPPING: usize = 40; // percent
-/// Events the second thread sends at a time.
+/// Events the second thread sends at a time (a file parsed while it is read, [`reading`]).
 const BATCH: usize = 512;
 /// Batches the second thread may have sent and not yet had taken. A batch takes about 250 KB (an
 /// event is about 200 bytes, with its `args` pairs), and batches are used again once taken, so
@@ -423,15 +416,10 @@ const BATCH: usize = 512;
 /// thread run up to 90 MB ahead in fresh pages (a full read of the 9.8 MB NCCL trace peaked at
 /// 3.2x its size, now 2.4x; of the 35 MB control trace 2.4x, now 1.8x), and no faster.
 const AHEAD: usize = 16;
-/// [`AHEAD`] when a [`Skip`] leaves events out: a batch of mostly left-out events is small,
-/// and with its larger share the first thread takes longer to reach the second's batches
-/// (first answers of the 35 MB control trace: 1.46x its size at peak, now 1.59x; 33.2 ms,
-/// now 28.5 ms with the share above, medians of 9).
-const AHEAD_SKIPPING: usize = 64;
 
 /// Parses a whole trace file into `sink`. The bytes are checked to be UTF-8 once, up front
 /// (JSON text is), so the parser need not check each string it borrows (a twentieth of the
-/// import's time when it did). Large files are parsed by two threads: see [`parse_text`].
+/// import's time when it did). Large files are parsed by two threads: see [`chunks`].
 pub(crate) fn parse(
     bytes: &[u8],
     sink: &mut dyn Sink,
@@ -450,20 +438,16 @@ pub(crate) fn parse(
             ));
         }
     };
-    // With events left out the importer has less to do, so the first thread parses more.
-    let share = std::env::var("XLENS_JSON_FIRST_SHARE")
+    if text.len() < PARALLEL_MIN || cores < 2 {
+        return with_skip(skip, || {
+            Walker::new(text, sink, None, skip).top().map(|_| ())
+        });
+    }
+    let len = std::env::var("XLENS_JSON_CHUNK")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if skip.is_some() {
-            FIRST_SHARE_SKIPPING
-        } else {
-            FIRST_SHARE
-        })
-        .min(90);
-    let split = (text.len() >= PARALLEL_MIN && cores > 1)
-        .then(|| find_split(text, text.len() / 100 * share))
-        .flatten();
-    with_skip(skip, || parse_text(text, sink, split)).map(|_| ())
+        .unwrap_or(chunks::CHUNK);
+    chunks::parse(text, sink, skip, len)
 }
 
 /// `bytes` as text, checked to be UTF-8 on two threads when large (the check is a
@@ -579,7 +563,9 @@ enum Msg<'a> {
 /// place, so the same events and errors). If it never lands exactly there (the guess was inside
 /// an event, or outside the array), it parses on by itself and the second thread's work is
 /// dropped, so the result never depends on the guess. Returns whether the second thread's work
-/// was used.
+/// was used. (How a file being read is parsed, [`reading`], with the split at the last segment;
+/// here for tests of that hand-over with a split anywhere.)
+#[cfg(test)]
 pub(crate) fn parse_text(
     text: &str,
     sink: &mut dyn Sink,
@@ -591,14 +577,7 @@ pub(crate) fn parse_text(
     };
     let cancel = AtomicBool::new(false);
     std::thread::scope(|s| {
-        // Room for the second thread to read well ahead: it starts at once, and the first thread
-        // takes its batches only once it gets there.
-        let ahead = if skip.is_some() {
-            AHEAD_SKIPPING
-        } else {
-            AHEAD
-        };
-        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(ahead);
+        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(AHEAD);
         let (back_tx, back_rx) = mpsc::channel::<Batch<'_>>();
         let cancel = &cancel;
         let second = std::thread::Builder::new()
@@ -1129,6 +1108,8 @@ struct Walker<'a, 's> {
     c: Cursor<'a>,
     sink: &'s mut dyn Sink,
     second: Option<Second<'a>>,
+    /// Chunks of the events array the two threads parse, from the first's start on.
+    chunks: Option<&'s chunks::Chunks<'a>>,
     skip: Option<Skip>,
     /// The `args` pairs of the event being handed over.
     pairs: Vec<Pair<'a>>,
@@ -1145,6 +1126,7 @@ impl<'a, 's> Walker<'a, 's> {
             c: Cursor { text, pos: 0 },
             sink,
             second,
+            chunks: None,
             skip,
             pairs: Vec::new(),
         }
@@ -1232,6 +1214,20 @@ impl<'a, 's> Walker<'a, 's> {
                     self.second = None;
                 }
             }
+            if let Some(ch) = self.chunks {
+                if self.c.pos >= ch.first() {
+                    self.chunks = None;
+                    if self.c.pos > ch.first() {
+                        // Not an element of this array: read on alone.
+                        ch.stop();
+                    } else {
+                        match ch.hand_on(self.sink, in_object)? {
+                            chunks::Outcome::Finished => return Ok(true),
+                            chunks::Outcome::From(at) => self.c.pos = at,
+                        }
+                    }
+                }
+            }
             self.pairs.clear();
             match self.c.event(self.skip, &mut self.pairs)? {
                 Element::Skipped(e) => self.sink.event(&e, None),
@@ -1286,28 +1282,8 @@ impl<'a, 's> Walker<'a, 's> {
                 Ok(Msg::Segment(text)) => self.segment(&text)?,
                 Ok(Msg::Failed(e)) => return Err(e),
                 Ok(Msg::Done { tail, at }) => {
-                    return match (in_object, tail) {
-                        (true, Some(Ok(fields))) => {
-                            for (k, v) in fields {
-                                self.sink.field(&k, v);
-                            }
-                            Ok(true)
-                        }
-                        (true, Some(Err(e))) => Err(e),
-                        (false, None) => Ok(true),
-                        (true, None) => Err(error_at(
-                            self.c.text,
-                            at,
-                            Category::Eof,
-                            "EOF while parsing an object",
-                        )),
-                        (false, Some(_)) => Err(error_at(
-                            self.c.text,
-                            at,
-                            Category::Syntax,
-                            "trailing characters",
-                        )),
-                    };
+                    return finish_array(self.sink, self.c.text, in_object, tail, at)
+                        .map(|()| true);
                 }
                 Err(_) => {
                     return Err(self.c.error(
@@ -1317,6 +1293,35 @@ impl<'a, 's> Walker<'a, 's> {
                 }
             }
         }
+    }
+}
+
+/// After the events array, which ended at `at` in `text` (after its `]` and white space), read
+/// by another thread than the first: the fields of the top-level object after it (`tail`, read
+/// on that thread) to `sink`, or what is wrong there.
+fn finish_array<'a>(
+    sink: &mut dyn Sink,
+    text: &str,
+    in_object: bool,
+    tail: Option<Result<Vec<Field<'a>>, ParseError>>,
+    at: usize,
+) -> Result<(), ParseError> {
+    match (in_object, tail) {
+        (true, Some(Ok(fields))) => {
+            for (k, v) in fields {
+                sink.field(&k, v);
+            }
+            Ok(())
+        }
+        (true, Some(Err(e))) => Err(e),
+        (false, None) => Ok(()),
+        (true, None) => Err(error_at(
+            text,
+            at,
+            Category::Eof,
+            "EOF while parsing an object",
+        )),
+        (false, Some(_)) => Err(error_at(text, at, Category::Syntax, "trailing characters")),
     }
 }
 
