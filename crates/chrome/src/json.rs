@@ -1756,8 +1756,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_real_trace_parses_the_same_on_two_threads() {
+    /// The text of a real trace (a committed fixture: rank 0 of a two-rank job, 1.8 MB).
+    pub(super) fn real_trace() -> String {
         use std::io::Read;
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -1767,6 +1767,12 @@ mod tests {
         flate2::read::MultiGzDecoder::new(std::fs::File::open(path).expect("fixture"))
             .read_to_string(&mut text)
             .expect("gunzip");
+        text
+    }
+
+    #[test]
+    fn a_real_trace_parses_the_same_on_two_threads() {
+        let text = real_trace();
         let (want, err) = run(&text, None);
         assert_eq!(err, None);
         let mut used = 0;

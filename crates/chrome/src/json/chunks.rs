@@ -384,7 +384,7 @@ fn parse_chunk<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{Record, TRICKY};
+    use super::super::tests::{real_trace, Record, TRICKY};
     use super::*;
 
     /// What a parse hands over, its error, and whether the chunks were used to the end.
@@ -464,15 +464,7 @@ mod tests {
     /// end, with the `args` the second thread read ahead checked by [`Record`].
     #[test]
     fn a_real_trace_parses_the_same_in_chunks() {
-        use std::io::Read;
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../fixtures/pytorch/two_ranks/hta-trace_filter-sampled_rank-0.json.gz"
-        );
-        let mut text = String::new();
-        flate2::read::MultiGzDecoder::new(std::fs::File::open(path).expect("fixture"))
-            .read_to_string(&mut text)
-            .expect("gunzip");
+        let text = real_trace();
         let first_answer = Skip {
             complete_cats: &["cpu_op", "python_function"],
             flow_cats: &["ac2g"],
