@@ -33,6 +33,9 @@ pub struct HostTiming {
     pub host: String,
     pub source: Source,
     pub ms: f64,
+    /// Event stats the decode left out as no summary reads them
+    /// ([`xlens_analysis::base::load::SUMMARY_UNUSED_STATS`]).
+    pub stats_left_out: u64,
 }
 
 /// Where summaries are cached; `None` turns the cache off.
@@ -103,16 +106,19 @@ impl SummaryCache {
 }
 
 /// One host file of a run, reduced to its summary (decoding it when not cached).
+/// Also the number of event stats its decode left out.
 fn summarize_one(
     session: &Session,
     file: &HostFile,
     cache: &SummaryCache,
-) -> (HostSummary, Source) {
+) -> (HostSummary, Source, u64) {
     if let Some(s) = cache.get(file, session) {
-        return (s, Source::Cached);
+        return (s, Source::Cached, 0);
     }
-    let s = match crate::mapped::load(file) {
+    let mut left_out = 0;
+    let s = match crate::mapped::load_for(file, xlens_analysis::base::load::Reads::Summary) {
         Ok(p) => {
+            left_out = p.stats_left_out;
             let a = Analysis::new(std::sync::Arc::new(p));
             HostSummary::of(&session.name, file, &a)
         }
@@ -122,7 +128,7 @@ fn summarize_one(
     if s.error.is_none() {
         cache.put(file, session, &s);
     }
-    (s, Source::Decoded)
+    (s, Source::Decoded, left_out)
 }
 
 /// Every host of `sessions` summarised on `jobs` threads, in order. From here on the process
@@ -144,11 +150,12 @@ pub fn summarize(
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some((s, h)) = work.get(i) else { break };
         let t = Instant::now();
-        let (summary, source) = summarize_one(s, h, cache);
+        let (summary, source, stats_left_out) = summarize_one(s, h, cache);
         let timing = HostTiming {
             host: h.host.clone(),
             source,
             ms: t.elapsed().as_secs_f64() * 1e3,
+            stats_left_out,
         };
         if let Ok(mut o) = out.lock() {
             o[i] = Some((summary, timing));
@@ -173,6 +180,7 @@ pub fn summarize(
                         host: h.host.clone(),
                         source: Source::Decoded,
                         ms: 0.0,
+                        stats_left_out: 0,
                     },
                 )
             })

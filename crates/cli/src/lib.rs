@@ -839,8 +839,17 @@ fn hosts_command(
             eprintln!("xlens: {:<32} {:>9.1} ms  {:?}", t.host, t.ms, t.source);
         }
     }
+    let left_out: u64 = times.iter().map(|t| t.stats_left_out).sum();
+    let left_out = if left_out > 0 {
+        format!(
+            "; {left_out} event stats that no summary reads ({}) left out of the decodes",
+            xlens_analysis::base::load::SUMMARY_UNUSED_STATS.join(", ")
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "xlens: {files} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache",
+        "xlens: {files} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache{left_out}",
         t.elapsed().as_secs_f64(),
         files - decoded
     );

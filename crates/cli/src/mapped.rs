@@ -67,12 +67,7 @@ pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
     Ok(bytes)
 }
 
-/// Loads a host file through a mapping.
-pub fn load(file: &HostFile) -> Result<Profile, LoadError> {
-    load_for(file, Reads::Everything)
-}
-
-/// [`load`], reading only what `reads` says.
+/// Loads a host file through a mapping, reading only what `reads` says.
 pub fn load_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
     // A gzip trace is inflated into memory (nothing to map), its head parsed as the rest
     // inflates.

@@ -103,6 +103,9 @@ pub struct Profile {
     /// When the importer was asked to read only what one tool needs: what it left out, with
     /// counts (such a profile answers that tool, and nothing else is asked of it).
     pub partial_read: Option<String>,
+    /// Event stats the importer was asked to leave out and did (counted in
+    /// [`Profile::partial_read`] too).
+    pub stats_left_out: u64,
 }
 
 impl Profile {

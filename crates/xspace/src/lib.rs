@@ -66,7 +66,38 @@ pub fn decode_with(
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES).map_err(|e| DecodeError::from(*e))
+    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES, &[])
+        .map_err(|e| DecodeError::from(*e))
+}
+
+/// [`decode_with`], leaving out the event stats named in `stats` (for a reader that does not
+/// use them, such as a host's summary): their bytes are passed over, their values not checked,
+/// and nothing is stored for them; [`Profile::stats_left_out`] and [`Profile::partial_read`]
+/// say how many. Flow stats (`_p`, `_pt`, `_c`, `_ct`) are always read. Plane and metadata stats
+/// are read in full.
+pub fn decode_leaving_out(
+    bytes: &[u8],
+    consumed: &(dyn Fn(usize, usize) + Sync),
+    stats: &[&str],
+) -> Result<Profile, DecodeError> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, stats)
+}
+
+/// [`decode_leaving_out`] with the thread count and the parallel plane size of
+/// [`decode_with_threads`].
+#[doc(hidden)]
+pub fn decode_options(
+    bytes: &[u8],
+    consumed: &(dyn Fn(usize, usize) + Sync),
+    threads: usize,
+    parallel_min_bytes: usize,
+    stats: &[&str],
+) -> Result<Profile, DecodeError> {
+    decode_inner(bytes, consumed, threads, parallel_min_bytes, stats)
+        .map_err(|e| DecodeError::from(*e))
 }
 
 /// [`decode_with`] with the thread count and the plane size from which lines are decoded in
@@ -78,7 +109,8 @@ pub fn decode_with_threads(
     threads: usize,
     parallel_min_bytes: usize,
 ) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed, threads, parallel_min_bytes).map_err(|e| DecodeError::from(*e))
+    decode_inner(bytes, consumed, threads, parallel_min_bytes, &[])
+        .map_err(|e| DecodeError::from(*e))
 }
 
 fn decode_inner(
@@ -86,6 +118,7 @@ fn decode_inner(
     consumed: &(dyn Fn(usize, usize) + Sync),
     threads: usize,
     parallel_min_bytes: usize,
+    left_out: &[&str],
 ) -> Res<Profile> {
     if bytes.is_empty() {
         return Err(Box::new(xlens_wire::Error {
@@ -110,6 +143,8 @@ fn decode_inner(
         consumed,
         threads,
         parallel_min_bytes,
+        left_out,
+        stats_left_out: 0,
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
     while let Some((num, wire)) = r.field()? {
@@ -154,6 +189,14 @@ fn decode_inner(
     };
     place_lines_on_one_axis(&mut prof, &mut d.warn, d.threads, place_min);
     prof.import_warnings = d.warn.into_messages();
+    if d.stats_left_out > 0 {
+        prof.stats_left_out = d.stats_left_out;
+        prof.partial_read = Some(format!(
+            "{} event stats not read ({}): what was asked for does not use them",
+            d.stats_left_out,
+            d.left_out.join(", ")
+        ));
+    }
     Ok(prof)
 }
 
@@ -390,23 +433,41 @@ struct PlaneCtx {
     /// the key's flow slot ([`flow_slot`]). Keys are read from it only with one-byte ids,
     /// reference targets with both.
     fast: Vec<Option<(PreKey, PreRef, u8)>>,
+    /// Event stats to leave out ([`decode_leaving_out`]): their names, and whether each id of
+    /// [`PlaneCtx::fast`] is one of them (empty when none is).
+    left_out: Vec<StrId>,
+    left_out_fast: Vec<bool>,
 }
 
 /// The ids [`PlaneCtx::fast`] covers: those of one- and two-byte varints.
 const FAST_IDS: usize = 1 << 14;
 
 impl PlaneCtx {
-    fn new(stat_names: IdMap) -> Self {
-        let fast = (0..stat_names.upper().min(FAST_IDS) as i64)
+    fn new(stat_names: IdMap, left_out: Vec<StrId>) -> Self {
+        let ids = 0..stat_names.upper().min(FAST_IDS) as i64;
+        let fast = ids
+            .clone()
             .map(|id| {
                 let name = StrId(stat_names.get(id)?);
                 Some((PreKey::new(name), PreRef::new(name), flow_slot(name)))
             })
             .collect();
+        let left_out_fast = if left_out.is_empty() {
+            Vec::new()
+        } else {
+            ids.map(|id| {
+                stat_names
+                    .get(id)
+                    .is_some_and(|n| left_out.contains(&StrId(n)))
+            })
+            .collect()
+        };
         PlaneCtx {
             stat_names,
             meta_index: IdMap::Dense(Vec::new()),
             fast,
+            left_out,
+            left_out_fast,
         }
     }
 }
@@ -497,6 +558,9 @@ struct Decoder<'c> {
     consumed: &'c (dyn Fn(usize, usize) + Sync),
     threads: usize,
     parallel_min_bytes: usize,
+    /// Names of the event stats to leave out ([`decode_leaving_out`]).
+    left_out: &'c [&'c str],
+    stats_left_out: u64,
 }
 
 /// What decoding a line may need to change outside the line: the string table, the blobs, the
@@ -567,6 +631,8 @@ struct LineOut<'a> {
     line: Line,
     name: &'a [u8],
     display_name: &'a [u8],
+    /// Stats left out ([`decode_leaving_out`]).
+    left_out: u64,
 }
 
 /// Stat names that events carry most often (flows, step roots, XLA op identity, GPU
@@ -656,7 +722,13 @@ impl Decoder<'_> {
                 names.push((id, name.0));
             }
         }
-        let mut ctx = PlaneCtx::new(IdMap::build(&names));
+        let left_out: Vec<StrId> = self
+            .left_out
+            .iter()
+            .filter_map(|n| self.prof.strings.find(n))
+            .filter(|k| !FLOW_KEYS.contains(k))
+            .collect();
+        let mut ctx = PlaneCtx::new(IdMap::build(&names), left_out);
 
         // Event metadata, in file order.
         let mut index = Vec::with_capacity(event_md.len());
@@ -740,6 +812,7 @@ impl Decoder<'_> {
                     out
                 }
             };
+            self.stats_left_out += out.left_out;
             let mut line = out.line;
             line.name = self.intern_bytes(out.name);
             line.display_name = self.intern_bytes(out.display_name);
@@ -810,6 +883,10 @@ fn stat_fast(
     let Some(Some((pk, _, fs))) = ctx.fast.get(*key as usize) else {
         return false;
     };
+    if ctx.left_out_fast.get(*key as usize) == Some(&true) {
+        keys.left_out += 1;
+        return true;
+    }
     // The value's bytes as one little-endian word; each but the last must have its
     // continuation bit.
     let n = rest.len();
@@ -948,6 +1025,8 @@ fn stat<S: Side>(
 struct KeyMask {
     seen: [bool; 128],
     other: bool,
+    /// Stats left out ([`decode_leaving_out`]).
+    left_out: u64,
 }
 
 impl Default for KeyMask {
@@ -955,6 +1034,7 @@ impl Default for KeyMask {
         KeyMask {
             seen: [false; 128],
             other: false,
+            left_out: 0,
         }
     }
 }
@@ -990,6 +1070,10 @@ fn event_stat<S: Side>(
     let Some((k, v)) = stat(side, Reader::new(st, at, "XStat"), keys)? else {
         return Ok(false);
     };
+    if side.ctx().left_out.contains(&k) {
+        keys.left_out += 1;
+        return Ok(true);
+    }
     let fs = flow_slot(k);
     if fs != 0 {
         flow.put(fs, v.as_id_bits());
@@ -1166,6 +1250,7 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
         line,
         name,
         display_name,
+        left_out: keys.left_out,
     }))
 }
 

@@ -1942,3 +1942,56 @@ fn flow_ends_are_listed_as_the_stats_give_them() {
     assert_eq!(f.consumers, [end(0, 2, 5)]);
     assert!(p.planes[0].lines[1].events.flows().is_none());
 }
+
+#[test]
+fn stats_left_out_are_counted_and_only_they_are_missing() {
+    let e = event(1, 0, 10)
+        // One-byte key, integer: the fast path.
+        .msg(4, stat_i64(5, 1_234_567))
+        // A two-byte key: the general path.
+        .msg(4, stat_i64(200, 7))
+        // A string value: the general path.
+        .msg(4, Pb::new().int(1, 6).str(5, "gpu:0"))
+        .msg(4, stat_i64(7, 3))
+        // A flow stat: always read, even when asked to leave it out.
+        .msg(4, Pb::new().int(1, 1).varint(3, 99));
+    let plane = Pb::new()
+        .str(2, "/host:CPU")
+        .msg(5, stat_md(1, "_p"))
+        .msg(5, stat_md(5, "run_id"))
+        .msg(5, stat_md(6, "device_ordinal"))
+        .msg(5, stat_md(7, "kept"))
+        .msg(5, stat_md(200, "_src"))
+        .msg(4, event_md(1, "op"))
+        .msg(3, Pb::new().str(2, "line").msg(4, e));
+    let bytes = space([plane]);
+    let names = |p: &Profile| -> Vec<String> {
+        p.planes[0].lines[0]
+            .events
+            .stats(0)
+            .iter()
+            .map(|s| p.str(s.key).to_string())
+            .collect()
+    };
+    let full = decode(&bytes).unwrap();
+    assert_eq!(
+        names(&full),
+        ["run_id", "_src", "device_ordinal", "kept", "_p"]
+    );
+    assert_eq!(
+        (full.stats_left_out, full.partial_read.is_none()),
+        (0, true)
+    );
+    let left = ["run_id", "_src", "device_ordinal", "_p", "absent"];
+    let part = xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, &left).unwrap();
+    assert_eq!(names(&part), ["kept", "_p"]);
+    assert_eq!(part.stats_left_out, 3);
+    let note = part.partial_read.clone().unwrap_or_default();
+    assert!(
+        note.starts_with("3 event stats not read (run_id, _src"),
+        "{note}"
+    );
+    // On several threads (every plane's lines decoded in parallel) the same.
+    let par = xlens_xspace::decode_options(&bytes, &|_, _| {}, 4, 0, &left).unwrap();
+    assert_eq!((names(&par), par.stats_left_out), (names(&part), 3));
+}

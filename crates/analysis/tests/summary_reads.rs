@@ -1,0 +1,73 @@
+//! A host's summary from a read that leaves out the event stats no summary reads
+//! (`Reads::Summary`) equals the summary from a full read, on every XSpace fixture; the stats
+//! left out are counted, and are the only ones missing.
+
+mod common;
+
+use xlens_analysis::base::context::Analysis;
+use xlens_analysis::base::load::{load_host_for, Reads, SUMMARY_UNUSED_STATS};
+use xlens_analysis::base::summary::HostSummary;
+use xlens_model::Profile;
+
+/// Every stat of every event, by name and value (as text), in order.
+fn event_stats(p: &Profile) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for plane in &p.planes {
+        for line in &plane.lines {
+            let ev = &line.events;
+            for i in 0..ev.len() {
+                for s in ev.stats(i).iter() {
+                    out.push((
+                        p.strings.get(s.key).to_string(),
+                        s.value.display(&p.strings),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn summaries_from_a_read_without_unused_stats_equal_full_reads() {
+    let mut hosts = 0;
+    let mut left_out_somewhere = 0;
+    for logdir in [
+        "fixtures/logdir",
+        "fixtures/logdir_bottlenecks",
+        "fixtures/diff_pair",
+    ] {
+        let sessions = xlens_store::discover(&common::root().join(logdir)).expect("sessions");
+        for s in &sessions {
+            for h in &s.hosts {
+                if !matches!(h.format, xlens_store::Format::XSpace) {
+                    continue;
+                }
+                let full = load_host_for(h, Reads::Everything).expect("full read");
+                let part = load_host_for(h, Reads::Summary).expect("summary read");
+                let (all, kept) = (event_stats(&full), event_stats(&part));
+                // What is missing is exactly the stats of those names, counted.
+                let unused =
+                    |(k, _): &&(String, String)| SUMMARY_UNUSED_STATS.contains(&k.as_str());
+                let want: Vec<_> = all.iter().filter(|x| !unused(x)).cloned().collect();
+                assert_eq!(kept, want, "{}", h.path.display());
+                let n = all.iter().filter(unused).count() as u64;
+                assert_eq!(part.stats_left_out, n, "{}", h.path.display());
+                assert_eq!(full.stats_left_out, 0);
+                assert_eq!(part.partial_read.is_some(), n > 0);
+                left_out_somewhere += usize::from(n > 0);
+                let a = HostSummary::of(&s.name, h, &Analysis::new(full.into()));
+                let b = HostSummary::of(&s.name, h, &Analysis::new(part.into()));
+                assert_eq!(a, b, "{}", h.path.display());
+                assert!(a.error.is_none());
+                hosts += 1;
+            }
+        }
+    }
+    // JAX and TensorFlow on CPU, a TPU inference, the bottleneck fixtures: most carry them.
+    assert!(hosts >= 14, "{hosts} hosts");
+    assert!(
+        left_out_somewhere >= 10,
+        "{left_out_somewhere} hosts with stats left out"
+    );
+}
