@@ -627,10 +627,12 @@ impl Side for Pure<'_> {
 }
 
 /// A decoded line whose names are still raw bytes (interned by the caller, in line order).
-struct LineOut<'a> {
+struct LineOut {
     line: Line,
-    name: &'a [u8],
-    display_name: &'a [u8],
+    /// Copied out of the line's bytes: those are released once the line is decoded (a copied
+    /// file's released pages read as zeros).
+    name: Vec<u8>,
+    display_name: Vec<u8>,
     /// Stats left out ([`decode_leaving_out`]).
     left_out: u64,
 }
@@ -785,7 +787,7 @@ impl Decoder<'_> {
         plane.lines.reserve_exact(lines.len());
         let line_bytes: usize = lines.iter().map(|l| l.rest().len()).sum();
         let threads = self.threads.min(lines.len());
-        let mut done: Vec<Option<Res<Option<LineOut<'_>>>>> = Vec::new();
+        let mut done: Vec<Option<Res<Option<LineOut>>>> = Vec::new();
         if threads > 1 && line_bytes >= self.parallel_min_bytes {
             done = decode_lines_parallel(&lines, &ctx, threads, self.consumed);
         }
@@ -814,8 +816,8 @@ impl Decoder<'_> {
             };
             self.stats_left_out += out.left_out;
             let mut line = out.line;
-            line.name = self.intern_bytes(out.name);
-            line.display_name = self.intern_bytes(out.display_name);
+            line.name = self.intern_bytes(&out.name);
+            line.display_name = self.intern_bytes(&out.display_name);
             plane.lines.push(line);
         }
         self.prof.planes.push(plane);
@@ -1139,7 +1141,7 @@ fn count_events_in(r: &mut Reader<'_>, limit: usize) -> usize {
 }
 
 /// Decodes one line; `Ok(None)` when it needs a change `side` cannot make.
-fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'a>>> {
+fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut>> {
     let mut line = Line::default();
     let (mut name, mut display_name): (&[u8], &[u8]) = (&[], &[]);
     // The event columns are reserved from a count of the events (exact in small lines, from a
@@ -1248,8 +1250,8 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut<'
     line.events = b.finish();
     Ok(Some(LineOut {
         line,
-        name,
-        display_name,
+        name: name.to_vec(),
+        display_name: display_name.to_vec(),
         left_out: keys.left_out,
     }))
 }
@@ -1266,7 +1268,7 @@ fn decode_lines_parallel<'a>(
     ctx: &PlaneCtx,
     threads: usize,
     consumed: &(dyn Fn(usize, usize) + Sync),
-) -> Vec<Option<Res<Option<LineOut<'a>>>>> {
+) -> Vec<Option<Res<Option<LineOut>>>> {
     let mut order: Vec<usize> = (0..lines.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(lines[i].rest().len()));
     // Queues of line indices, largest last (taken with `pop`).
@@ -1319,7 +1321,7 @@ fn decode_lines_parallel<'a>(
         }
         out
     };
-    let mut done: Vec<Option<Res<Option<LineOut<'a>>>>> = Vec::new();
+    let mut done: Vec<Option<Res<Option<LineOut>>>> = Vec::new();
     done.resize_with(lines.len(), || None);
     std::thread::scope(|s| {
         let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
