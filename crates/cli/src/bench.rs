@@ -74,7 +74,7 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
                     (profile, t0)
                 }
                 None => {
-                    let bytes = crate::mapped::map(&host)?;
+                    let bytes = crate::mapped::map(&host, xlens_store::Paging::Ahead)?;
                     let t1 = Instant::now();
                     let profile =
                         xlens_analysis::base::load::decode_bytes_for(&bytes, host.format, reads)

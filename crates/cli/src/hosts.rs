@@ -116,7 +116,13 @@ fn summarize_one(
         return (s, Source::Cached, 0);
     }
     let mut left_out = 0;
-    let s = match crate::mapped::load_for(file, xlens_analysis::base::load::Reads::Summary) {
+    // Pages come in as the decoder reaches them and go as it passes them: a host's file is
+    // never resident all at once beside the pages kept from the host before.
+    let s = match crate::mapped::load_for(
+        file,
+        xlens_analysis::base::load::Reads::Summary,
+        xlens_store::Paging::OnDemand,
+    ) {
         Ok(p) => {
             left_out = p.stats_left_out;
             let a = Analysis::new(std::sync::Arc::new(p));

@@ -1232,7 +1232,7 @@ pub fn open_run_reading(
     }
     let sessions = tools::select_host(&sessions, host)?;
     Ok(Run::new(sessions, move |h| {
-        mapped::load_for(h, reads)
+        mapped::load_for(h, reads, xlens_store::Paging::Ahead)
             .map(|p| Arc::new(Analysis::new(Arc::new(p))))
             .map_err(|e| e.to_string())
     }))

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Once;
 use xlens_analysis::base::load::{decode_bytes_for, LoadError, Reads};
 use xlens_model::Profile;
-use xlens_store::{FileBytes, HostFile};
+use xlens_store::{FileBytes, HostFile, Paging};
 
 /// The path of the file being mapped, for the handler's message (a leaked, never-freed string:
 /// a one-shot process maps a few files).
@@ -51,13 +51,13 @@ fn install_handler() {
 }
 
 /// Maps a host file, with the SIGBUS handler in place.
-pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
+pub fn map(file: &HostFile, paging: Paging) -> Result<FileBytes, LoadError> {
     install_handler();
     let path = Box::new(file.path.to_string_lossy().into_owned().into_bytes());
     CURRENT.store(Box::into_raw(path), Ordering::Release);
     // SAFETY: a truncation while mapped raises SIGBUS, which the handler above turns into an
     // error message and exit.
-    let bytes = unsafe { xlens_store::map(file)? };
+    let bytes = unsafe { xlens_store::map(file, paging)? };
     if std::env::var_os("XLENS_TEST_TRUNCATE_AFTER_MAP").is_some() {
         // For the test of the handler: the file shrinks under the mapping.
         if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&file.path) {
@@ -68,7 +68,7 @@ pub fn map(file: &HostFile) -> Result<FileBytes, LoadError> {
 }
 
 /// Loads a host file through a mapping, reading only what `reads` says.
-pub fn load_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
+pub fn load_for(file: &HostFile, reads: Reads, paging: Paging) -> Result<Profile, LoadError> {
     // A gzip trace is inflated into memory (nothing to map), its head parsed as the rest
     // inflates.
     if let Some((p, _)) =
@@ -76,7 +76,7 @@ pub fn load_for(file: &HostFile, reads: Reads) -> Result<Profile, LoadError> {
     {
         return Ok(p);
     }
-    let bytes = map(file)?;
+    let bytes = map(file, paging)?;
     decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
         path: file.path.clone(),
         source,

@@ -523,6 +523,12 @@ impl FileBytes {
         }
     }
 
+    /// Whether bytes given back with [`FileBytes::release_range`] still read as they were (a file
+    /// mapping faults them in again from the page cache; a copy's read as zeros).
+    pub fn rereadable(&self) -> bool {
+        !matches!(self.inner, Inner::Anon(_))
+    }
+
     /// Gives back to the OS the memory of the whole pages inside `start..end`, which the caller
     /// will not read again (afterwards a copy reads as zeros, a mapped file as its contents, faulted
     /// in again). A no-op where that is not possible.
@@ -637,12 +643,24 @@ fn read_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
     })
 }
 
+/// How a mapped file's pages come in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paging {
+    /// All at once, as the file is mapped: fastest to read (on the 207 MB JAX profile, 11 ms
+    /// for the mapping against 22 ms more decoding on demand), but the whole file is resident
+    /// until the decoder gives pages back.
+    Ahead,
+    /// As the decoder reaches them: only the part being read is resident, as the decoder gives
+    /// pages back behind it (for decoding host after host in bounded memory).
+    OnDemand,
+}
+
 /// Maps a host file into memory instead of copying it ([`map_path`]).
 ///
 /// # Safety
 /// See [`map_path`].
-pub unsafe fn map(file: &HostFile) -> Result<FileBytes, StoreError> {
-    map_path(&file.path, file.format)
+pub unsafe fn map(file: &HostFile, paging: Paging) -> Result<FileBytes, StoreError> {
+    map_path(&file.path, file.format, paging)
 }
 
 /// Maps `path` into memory instead of copying it: no copy and no fresh pages, so a large file is
@@ -654,10 +672,14 @@ pub unsafe fn map(file: &HostFile) -> Result<FileBytes, StoreError> {
 /// in use, touching a page past its new end raises SIGBUS, which ends the process unless it
 /// handles that signal. Only for short-lived processes that install such a handler (the CLI turns
 /// it into an error naming the file); a long-running server must use [`read`].
-pub unsafe fn map_path(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
+pub unsafe fn map_path(
+    path: &Path,
+    format: Format,
+    paging: Paging,
+) -> Result<FileBytes, StoreError> {
     let copy = local_copy(path)?;
     // SAFETY: passed on to the caller.
-    let mut fb = unsafe { map_local(&copy, format) }.map_err(|e| e.at(path))?;
+    let mut fb = unsafe { map_local(&copy, format, paging) }.map_err(|e| e.at(path))?;
     fb.path = path.to_path_buf();
     Ok(fb)
 }
@@ -743,7 +765,7 @@ fn gzip_size_hint(f: &mut fs::File, len: u64) -> usize {
 ///
 /// # Safety
 /// See [`map_path`].
-unsafe fn map_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
+unsafe fn map_local(path: &Path, format: Format, paging: Paging) -> Result<FileBytes, StoreError> {
     let io = |e| StoreError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -758,8 +780,12 @@ unsafe fn map_local(path: &Path, format: Format) -> Result<FileBytes, StoreError
     if format == Format::XSpaceRiegeli || len < 2 {
         return read_local(path, format);
     }
+    let mut options = memmap2::MmapOptions::new();
+    if paging == Paging::Ahead {
+        options.populate();
+    }
     // SAFETY: the caller guarantees a SIGBUS from a concurrent truncation is handled.
-    let m = unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(io)?;
+    let m = unsafe { options.map(&f) }.map_err(io)?;
     if m.get(..2) == Some(&[0x1f, 0x8b][..]) {
         return read_local(path, format);
     }

@@ -58,7 +58,8 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
 /// Decodes a whole XSpace, telling `consumed(start, end)` whenever the bytes in `start..end` will
 /// not be read again (so a memory-mapped caller can release those pages as it goes). Large planes
 /// have their lines decoded on several threads, so `consumed` may be called from any of them and
-/// in any order; the ranges never overlap.
+/// in any order; the ranges never overlap (with [`Release::AsRead`], a line's whole range comes
+/// after the steps it was given back in).
 pub fn decode_with(
     bytes: &[u8],
     consumed: &(dyn Fn(usize, usize) + Sync),
@@ -66,8 +67,15 @@ pub fn decode_with(
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    decode_inner(bytes, consumed, threads, PARALLEL_MIN_BYTES, &[])
-        .map_err(|e| DecodeError::from(*e))
+    decode_inner(
+        bytes,
+        consumed,
+        threads,
+        PARALLEL_MIN_BYTES,
+        &[],
+        Release::Lines,
+    )
+    .map_err(|e| DecodeError::from(*e))
 }
 
 /// [`decode_with`], leaving out the event stats named in `stats` (for a reader that does not
@@ -79,12 +87,29 @@ pub fn decode_leaving_out(
     bytes: &[u8],
     consumed: &(dyn Fn(usize, usize) + Sync),
     stats: &[&str],
+    release: Release,
 ) -> Result<Profile, DecodeError> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, stats)
+    decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, stats, release)
 }
+
+/// When the decoder tells its caller that bytes will not be read again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Once each line (and plane) is decoded: for bytes that cannot be read again once given
+    /// back (a copy in memory, whose released pages read as zeros). A line that a parallel
+    /// worker cannot finish is decoded again from its start, which needs its bytes.
+    Lines,
+    /// Also within a line as its events are read, every [`RELEASE_STEP`] bytes: for bytes that
+    /// read the same after being given back (a file mapping, faulted in again from the page
+    /// cache), so a large line's pages never pile up.
+    AsRead,
+}
+
+/// Within a line, bytes are given back in steps of this size ([`Release::AsRead`]).
+pub const RELEASE_STEP: usize = 4 << 20;
 
 /// [`decode_leaving_out`] with the thread count and the parallel plane size of
 /// [`decode_with_threads`].
@@ -95,8 +120,9 @@ pub fn decode_options(
     threads: usize,
     parallel_min_bytes: usize,
     stats: &[&str],
+    release: Release,
 ) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed, threads, parallel_min_bytes, stats)
+    decode_inner(bytes, consumed, threads, parallel_min_bytes, stats, release)
         .map_err(|e| DecodeError::from(*e))
 }
 
@@ -109,8 +135,15 @@ pub fn decode_with_threads(
     threads: usize,
     parallel_min_bytes: usize,
 ) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed, threads, parallel_min_bytes, &[])
-        .map_err(|e| DecodeError::from(*e))
+    decode_inner(
+        bytes,
+        consumed,
+        threads,
+        parallel_min_bytes,
+        &[],
+        Release::Lines,
+    )
+    .map_err(|e| DecodeError::from(*e))
 }
 
 fn decode_inner(
@@ -119,6 +152,7 @@ fn decode_inner(
     threads: usize,
     parallel_min_bytes: usize,
     left_out: &[&str],
+    release: Release,
 ) -> Res<Profile> {
     if bytes.is_empty() {
         return Err(Box::new(xlens_wire::Error {
@@ -145,6 +179,7 @@ fn decode_inner(
         parallel_min_bytes,
         left_out,
         stats_left_out: 0,
+        release,
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
     while let Some((num, wire)) = r.field()? {
@@ -561,6 +596,7 @@ struct Decoder<'c> {
     /// Names of the event stats to leave out ([`decode_leaving_out`]).
     left_out: &'c [&'c str],
     stats_left_out: u64,
+    release: Release,
 }
 
 /// What decoding a line may need to change outside the line: the string table, the blobs, the
@@ -789,7 +825,7 @@ impl Decoder<'_> {
         let threads = self.threads.min(lines.len());
         let mut done: Vec<Option<Res<Option<LineOut>>>> = Vec::new();
         if threads > 1 && line_bytes >= self.parallel_min_bytes {
-            done = decode_lines_parallel(&lines, &ctx, threads, self.consumed);
+            done = decode_lines_parallel(&lines, &ctx, threads, self.consumed, self.release);
         }
         for (i, lr) in lines.into_iter().enumerate() {
             let out = match done.get_mut(i).and_then(|x| x.take()) {
@@ -798,12 +834,13 @@ impl Decoder<'_> {
                 // Not decoded yet, or it needs the sequential side.
                 _ => {
                     let range = (lr.offset(), lr.offset() + lr.rest().len());
+                    let as_read = (self.release == Release::AsRead).then_some(self.consumed);
                     let mut side = Seq {
                         d: self,
                         plane: Some(&mut plane),
                         ctx: &mut ctx,
                     };
-                    let out = decode_line(&mut side, lr)?.ok_or_else(|| {
+                    let out = decode_line(&mut side, lr, as_read)?.ok_or_else(|| {
                         Box::new(xlens_wire::Error {
                             offset: range.0 as u64,
                             message: "internal: the sequential decoder refused a line".into(),
@@ -1141,9 +1178,22 @@ fn count_events_in(r: &mut Reader<'_>, limit: usize) -> usize {
 }
 
 /// Decodes one line; `Ok(None)` when it needs a change `side` cannot make.
-fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut>> {
+/// With `as_read`, the line's bytes are given back to it every [`RELEASE_STEP`] bytes as its
+/// events are read ([`Release::AsRead`]).
+fn decode_line<S: Side>(
+    side: &mut S,
+    r: Reader<'_>,
+    as_read: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Res<Option<LineOut>> {
     let mut line = Line::default();
-    let (mut name, mut display_name): (&[u8], &[u8]) = (&[], &[]);
+    // Copied at once: with `as_read` the bytes may be gone by the end of the line.
+    let (mut name, mut display_name): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+    let mut released = r.offset();
+    let mut next_release = if as_read.is_some() {
+        released + RELEASE_STEP
+    } else {
+        usize::MAX
+    };
     // The event columns are reserved from a count of the events (exact in small lines, from a
     // sample in large ones): growing them would cost copies, and page faults on memory that
     // later goes unused. The stats buffer is reserved from the line's size
@@ -1167,11 +1217,11 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut>>
             if num != 4 {
                 match (num, wire) {
                     (1, WireType::Varint) => line.id = r.varint()? as i64,
-                    (2, WireType::Len) => name = r.bytes()?.0,
+                    (2, WireType::Len) => name = r.bytes()?.0.to_vec(),
                     (3, WireType::Varint) => line.timestamp_ns = r.varint()? as i64,
                     (9, WireType::Varint) => line.duration_ps = r.varint()? as i64,
                     (10, WireType::Varint) => line.display_id = r.varint()? as i64,
-                    (11, WireType::Len) => display_name = r.bytes()?.0,
+                    (11, WireType::Len) => display_name = r.bytes()?.0.to_vec(),
                     (1 | 3 | 9 | 10, w) => r.expect(num, w, WireType::Varint)?,
                     (2 | 11, w) => r.expect(num, w, WireType::Len)?,
                     _ => r.skip(num, wire)?,
@@ -1237,6 +1287,13 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut>>
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }
+        if r.offset() >= next_release {
+            if let Some(give_back) = as_read {
+                give_back(released, r.offset());
+            }
+            released = r.offset();
+            next_release = released.saturating_add(RELEASE_STEP);
+        }
     }
     // The line's stat keys, so that readers can skip lines without the key they look for.
     // Ids the plane does not define (kept under placeholder names) leave the keys undeclared.
@@ -1250,8 +1307,8 @@ fn decode_line<'a, S: Side>(side: &mut S, r: Reader<'a>) -> Res<Option<LineOut>>
     line.events = b.finish();
     Ok(Some(LineOut {
         line,
-        name: name.to_vec(),
-        display_name: display_name.to_vec(),
+        name,
+        display_name,
         left_out: keys.left_out,
     }))
 }
@@ -1268,7 +1325,9 @@ fn decode_lines_parallel<'a>(
     ctx: &PlaneCtx,
     threads: usize,
     consumed: &(dyn Fn(usize, usize) + Sync),
+    release: Release,
 ) -> Vec<Option<Res<Option<LineOut>>>> {
+    let as_read = (release == Release::AsRead).then_some(consumed);
     let mut order: Vec<usize> = (0..lines.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(lines[i].rest().len()));
     // Queues of line indices, largest last (taken with `pop`).
@@ -1313,7 +1372,7 @@ fn decode_lines_parallel<'a>(
             };
             let lr = lines[i].clone();
             let range = (lr.offset(), lr.offset() + lr.rest().len());
-            let res = decode_line(&mut side, lr);
+            let res = decode_line(&mut side, lr, as_read);
             if matches!(res, Ok(Some(_))) {
                 consumed(range.0, range.1);
             }

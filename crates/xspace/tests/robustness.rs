@@ -1983,7 +1983,9 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
         (0, true)
     );
     let left = ["run_id", "_src", "device_ordinal", "_p", "absent"];
-    let part = xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, &left).unwrap();
+    let part =
+        xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, &left, xlens_xspace::Release::Lines)
+            .unwrap();
     assert_eq!(names(&part), ["kept", "_p"]);
     assert_eq!(part.stats_left_out, 3);
     let note = part.partial_read.clone().unwrap_or_default();
@@ -1992,6 +1994,69 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
         "{note}"
     );
     // On several threads (every plane's lines decoded in parallel) the same.
-    let par = xlens_xspace::decode_options(&bytes, &|_, _| {}, 4, 0, &left).unwrap();
+    let par = xlens_xspace::decode_options(
+        &bytes,
+        &|_, _| {},
+        4,
+        0,
+        &left,
+        xlens_xspace::Release::Lines,
+    )
+    .unwrap();
     assert_eq!((names(&par), par.stats_left_out), (names(&part), 3));
+}
+
+#[test]
+fn a_line_is_given_back_in_steps_as_it_is_read_when_asked() {
+    // One plane with a 10 MB line (500,000 events with a stat each) and a small one.
+    let mut big = Pb::new().str(2, "big");
+    for i in 0..500_000 {
+        big = big.msg(
+            4,
+            event(1 + i % 2, i * 1000, 500).msg(4, stat_i64(1, i * 7)),
+        );
+    }
+    let plane = Pb::new()
+        .str(2, "/host:CPU")
+        .msg(5, stat_md(1, "x"))
+        .msg(4, event_md(1, "a"))
+        .msg(4, event_md(2, "b"))
+        .msg(3, big)
+        .msg(3, Pb::new().str(2, "small").msg(4, event(1, 0, 5)));
+    let bytes = space([plane]);
+    assert!(
+        bytes.len() > 2 * xlens_xspace::RELEASE_STEP,
+        "{}",
+        bytes.len()
+    );
+    let lines = canonical(&decode(&bytes).unwrap());
+    for threads in [1, 2] {
+        for (release, steps) in [
+            (xlens_xspace::Release::Lines, false),
+            (xlens_xspace::Release::AsRead, true),
+        ] {
+            let seen = std::sync::Mutex::new(Vec::new());
+            let p = xlens_xspace::decode_options(
+                &bytes,
+                &|a, b| seen.lock().unwrap().push((a, b)),
+                threads,
+                0,
+                &[],
+                release,
+            )
+            .unwrap();
+            assert!(canonical(&p) == lines, "{release:?} on {threads} threads");
+            let seen = seen.into_inner().unwrap();
+            // Given back before the line's end: ranges of one step or more, one after the
+            // other, from the line's start.
+            let partial: Vec<_> = seen
+                .iter()
+                .filter(|&&(a, b)| b - a < bytes.len() / 2 && b - a >= xlens_xspace::RELEASE_STEP)
+                .collect();
+            assert_eq!(!partial.is_empty(), steps, "{release:?}: {seen:?}");
+            for w in partial.windows(2) {
+                assert_eq!(w[0].1, w[1].0, "{seen:?}");
+            }
+        }
+    }
 }

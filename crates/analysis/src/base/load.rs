@@ -122,14 +122,24 @@ pub fn decode_bytes_for(
         )?),
         Format::XSpace | Format::XSpaceRiegeli => {
             let release = |start, end| bytes.release_range(start, end);
-            Ok(match reads {
-                Reads::Summary => {
-                    xlens_xspace::decode_leaving_out(bytes.bytes(), &release, SUMMARY_UNUSED_STATS)?
-                }
-                Reads::Everything | Reads::GpuActivity => {
-                    xlens_xspace::decode_with(bytes.bytes(), &release)?
-                }
-            })
+            let left_out = match reads {
+                Reads::Summary => SUMMARY_UNUSED_STATS,
+                Reads::Everything | Reads::GpuActivity => &[],
+            };
+            // A mapped file's pages are given back as its lines are read, not only once each
+            // line is done: a large line's pages do not pile up (on the 207 MB JAX profile,
+            // up to 75 MB resident at once otherwise).
+            let when = if bytes.rereadable() {
+                xlens_xspace::Release::AsRead
+            } else {
+                xlens_xspace::Release::Lines
+            };
+            Ok(xlens_xspace::decode_leaving_out(
+                bytes.bytes(),
+                &release,
+                left_out,
+                when,
+            )?)
         }
     }
 }
