@@ -84,7 +84,9 @@ impl HostSummary {
     /// Reduces one host's analysis to its summary.
     pub fn of(session: &str, file: &HostFile, a: &Analysis) -> HostSummary {
         let dev = a.device();
-        let db = a.step_db();
+        // Steps and op metrics side by side (the step grouping's sequential part beside the
+        // op lines).
+        let (db, _) = a.steps_and_ops();
         // Not the cached full table: the summary keeps no HLO text.
         let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
         let p = a.profile();
