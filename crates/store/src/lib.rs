@@ -511,7 +511,7 @@ pub struct FileBytes {
 enum Inner {
     Anon(memmap2::MmapMut),
     Heap(Vec<u8>),
-    Mapped(memmap2::Mmap),
+    Mapped(memmap2::Mmap, Paging),
 }
 
 impl FileBytes {
@@ -519,7 +519,7 @@ impl FileBytes {
         match &self.inner {
             Inner::Anon(m) => m,
             Inner::Heap(v) => v,
-            Inner::Mapped(m) => m,
+            Inner::Mapped(m, _) => m,
         }
     }
 
@@ -527,6 +527,20 @@ impl FileBytes {
     /// mapping faults them in again from the page cache; a copy's read as zeros).
     pub fn rereadable(&self) -> bool {
         !matches!(self.inner, Inner::Anon(_))
+    }
+
+    /// Brings the pages of `start..end` in at once, where they would otherwise come in one
+    /// fault at a time (a mapping with [`Paging::OnDemand`]); a hint, a no-op elsewhere.
+    pub fn bring_in(&self, start: usize, end: usize) {
+        if let Inner::Mapped(m, Paging::OnDemand) = &self.inner {
+            let page = 4096;
+            let from = start / page * page;
+            let to = end.min(m.len());
+            if to > from {
+                // Only a hint: on a kernel without it, the pages fault in as they are read.
+                let _ = m.advise_range(memmap2::Advice::PopulateRead, from, to - from);
+            }
+        }
     }
 
     /// Gives back to the OS the memory of the whole pages inside `start..end`, which the caller
@@ -552,7 +566,7 @@ impl FileBytes {
             // SAFETY: a read-only file mapping: DONTNEED only unmaps the pages from this process
             // (the page cache keeps them; a later read would fault them back in), and callers
             // promise not to read them again.
-            Inner::Mapped(m) => unsafe {
+            Inner::Mapped(m, _) => unsafe {
                 let _ =
                     m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from);
             },
@@ -790,7 +804,7 @@ unsafe fn map_local(path: &Path, format: Format, paging: Paging) -> Result<FileB
         return read_local(path, format);
     }
     Ok(FileBytes {
-        inner: Inner::Mapped(m),
+        inner: Inner::Mapped(m, paging),
         path: path.to_path_buf(),
         stored_bytes: len,
     })

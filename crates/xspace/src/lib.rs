@@ -87,7 +87,7 @@ pub fn decode_leaving_out(
     bytes: &[u8],
     consumed: &(dyn Fn(usize, usize) + Sync),
     stats: &[&str],
-    release: Release,
+    release: Release<'_>,
 ) -> Result<Profile, DecodeError> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -96,16 +96,40 @@ pub fn decode_leaving_out(
 }
 
 /// When the decoder tells its caller that bytes will not be read again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Release {
+#[derive(Clone, Copy)]
+pub enum Release<'a> {
     /// Once each line (and plane) is decoded: for bytes that cannot be read again once given
     /// back (a copy in memory, whose released pages read as zeros). A line that a parallel
     /// worker cannot finish is decoded again from its start, which needs its bytes.
     Lines,
     /// Also within a line as its events are read, every [`RELEASE_STEP`] bytes: for bytes that
     /// read the same after being given back (a file mapping, faulted in again from the page
-    /// cache), so a large line's pages never pile up.
-    AsRead,
+    /// cache), so a large line's pages never pile up. `ahead(start, end)`, when given, is told
+    /// of the next step's bytes before they are read (a mapping can bring their pages in at
+    /// once instead of one fault at a time).
+    AsRead {
+        ahead: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    },
+}
+
+/// A line's bytes as it is read ([`Release::AsRead`]): given back behind the reader, announced
+/// ahead of it.
+#[derive(Clone, Copy)]
+struct Steps<'a> {
+    give_back: &'a (dyn Fn(usize, usize) + Sync),
+    ahead: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+}
+
+impl<'a> Steps<'a> {
+    fn of(release: Release<'a>, consumed: &'a (dyn Fn(usize, usize) + Sync)) -> Option<Steps<'a>> {
+        match release {
+            Release::Lines => None,
+            Release::AsRead { ahead } => Some(Steps {
+                give_back: consumed,
+                ahead,
+            }),
+        }
+    }
 }
 
 /// Within a line, bytes are given back in steps of this size ([`Release::AsRead`]).
@@ -120,7 +144,7 @@ pub fn decode_options(
     threads: usize,
     parallel_min_bytes: usize,
     stats: &[&str],
-    release: Release,
+    release: Release<'_>,
 ) -> Result<Profile, DecodeError> {
     decode_inner(bytes, consumed, threads, parallel_min_bytes, stats, release)
         .map_err(|e| DecodeError::from(*e))
@@ -152,7 +176,7 @@ fn decode_inner(
     threads: usize,
     parallel_min_bytes: usize,
     left_out: &[&str],
-    release: Release,
+    release: Release<'_>,
 ) -> Res<Profile> {
     if bytes.is_empty() {
         return Err(Box::new(xlens_wire::Error {
@@ -596,7 +620,7 @@ struct Decoder<'c> {
     /// Names of the event stats to leave out ([`decode_leaving_out`]).
     left_out: &'c [&'c str],
     stats_left_out: u64,
-    release: Release,
+    release: Release<'c>,
 }
 
 /// What decoding a line may need to change outside the line: the string table, the blobs, the
@@ -834,7 +858,7 @@ impl Decoder<'_> {
                 // Not decoded yet, or it needs the sequential side.
                 _ => {
                     let range = (lr.offset(), lr.offset() + lr.rest().len());
-                    let as_read = (self.release == Release::AsRead).then_some(self.consumed);
+                    let as_read = Steps::of(self.release, self.consumed);
                     let mut side = Seq {
                         d: self,
                         plane: Some(&mut plane),
@@ -1178,22 +1202,25 @@ fn count_events_in(r: &mut Reader<'_>, limit: usize) -> usize {
 }
 
 /// Decodes one line; `Ok(None)` when it needs a change `side` cannot make.
-/// With `as_read`, the line's bytes are given back to it every [`RELEASE_STEP`] bytes as its
-/// events are read ([`Release::AsRead`]).
+/// With `as_read`, the line's bytes are given back every [`RELEASE_STEP`] bytes as its events
+/// are read, each step announced before it is read ([`Release::AsRead`]).
 fn decode_line<S: Side>(
     side: &mut S,
     r: Reader<'_>,
-    as_read: Option<&(dyn Fn(usize, usize) + Sync)>,
+    as_read: Option<Steps<'_>>,
 ) -> Res<Option<LineOut>> {
     let mut line = Line::default();
     // Copied at once: with `as_read` the bytes may be gone by the end of the line.
     let (mut name, mut display_name): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
     let mut released = r.offset();
-    let mut next_release = if as_read.is_some() {
-        released + RELEASE_STEP
-    } else {
-        usize::MAX
-    };
+    let line_end = r.offset() + r.rest().len();
+    let mut next_release = usize::MAX;
+    if let Some(st) = as_read {
+        next_release = released + RELEASE_STEP;
+        if let Some(ahead) = st.ahead {
+            ahead(released, next_release.min(line_end));
+        }
+    }
     // The event columns are reserved from a count of the events (exact in small lines, from a
     // sample in large ones): growing them would cost copies, and page faults on memory that
     // later goes unused. The stats buffer is reserved from the line's size
@@ -1288,11 +1315,15 @@ fn decode_line<S: Side>(
             b.set_occurrences(n);
         }
         if r.offset() >= next_release {
-            if let Some(give_back) = as_read {
-                give_back(released, r.offset());
+            let now = r.offset();
+            next_release = now.saturating_add(RELEASE_STEP);
+            if let Some(st) = as_read {
+                (st.give_back)(released, now);
+                if let Some(ahead) = st.ahead {
+                    ahead(now, next_release.min(line_end));
+                }
             }
-            released = r.offset();
-            next_release = released.saturating_add(RELEASE_STEP);
+            released = now;
         }
     }
     // The line's stat keys, so that readers can skip lines without the key they look for.
@@ -1325,9 +1356,9 @@ fn decode_lines_parallel<'a>(
     ctx: &PlaneCtx,
     threads: usize,
     consumed: &(dyn Fn(usize, usize) + Sync),
-    release: Release,
+    release: Release<'_>,
 ) -> Vec<Option<Res<Option<LineOut>>>> {
-    let as_read = (release == Release::AsRead).then_some(consumed);
+    let as_read = Steps::of(release, consumed);
     let mut order: Vec<usize> = (0..lines.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(lines[i].rest().len()));
     // Queues of line indices, largest last (taken with `pop`).

@@ -2031,11 +2031,17 @@ fn a_line_is_given_back_in_steps_as_it_is_read_when_asked() {
     );
     let lines = canonical(&decode(&bytes).unwrap());
     for threads in [1, 2] {
-        for (release, steps) in [
-            (xlens_xspace::Release::Lines, false),
-            (xlens_xspace::Release::AsRead, true),
-        ] {
+        for as_read in [false, true] {
             let seen = std::sync::Mutex::new(Vec::new());
+            let announced = std::sync::Mutex::new(Vec::new());
+            let ahead = |a, b| announced.lock().unwrap().push((a, b));
+            let release = if as_read {
+                xlens_xspace::Release::AsRead {
+                    ahead: Some(&ahead),
+                }
+            } else {
+                xlens_xspace::Release::Lines
+            };
             let p = xlens_xspace::decode_options(
                 &bytes,
                 &|a, b| seen.lock().unwrap().push((a, b)),
@@ -2045,17 +2051,30 @@ fn a_line_is_given_back_in_steps_as_it_is_read_when_asked() {
                 release,
             )
             .unwrap();
-            assert!(canonical(&p) == lines, "{release:?} on {threads} threads");
+            assert!(
+                canonical(&p) == lines,
+                "as read {as_read}, {threads} threads"
+            );
             let seen = seen.into_inner().unwrap();
+            let announced = announced.into_inner().unwrap();
             // Given back before the line's end: ranges of one step or more, one after the
-            // other, from the line's start.
+            // other, from the line's start, each announced before it was read.
             let partial: Vec<_> = seen
                 .iter()
                 .filter(|&&(a, b)| b - a < bytes.len() / 2 && b - a >= xlens_xspace::RELEASE_STEP)
                 .collect();
-            assert_eq!(!partial.is_empty(), steps, "{release:?}: {seen:?}");
+            assert_eq!(!partial.is_empty(), as_read, "{seen:?}");
+            assert_eq!(announced.is_empty(), !as_read, "{announced:?}");
             for w in partial.windows(2) {
                 assert_eq!(w[0].1, w[1].0, "{seen:?}");
+            }
+            for &&(a, _) in &partial {
+                assert!(
+                    announced
+                        .iter()
+                        .any(|&(s, e)| s == a && e - s == xlens_xspace::RELEASE_STEP),
+                    "{a} not announced: {announced:?}"
+                );
             }
         }
     }

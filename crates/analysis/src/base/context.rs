@@ -165,6 +165,16 @@ impl Analysis {
     /// half is sequential, so one thread groups steps while the other takes op lines, and then
     /// joins in on the lines left (no third thread competing for two cores).
     pub fn steps_and_ops(&self) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
+        self.steps_and_ops_with(true)
+    }
+
+    /// [`Analysis::steps_and_ops`] without the device and host framework ops (for a host's
+    /// summary, which reads neither: with a host on each core they would only cost time).
+    pub fn steps_and_op_metrics(&self) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
+        self.steps_and_ops_with(false)
+    }
+
+    fn steps_and_ops_with(&self, framework_ops: bool) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
         if self.step_db.get().is_none() && self.op_metrics.get().is_none() {
             let p = &*self.profile;
             let prep = step_db_prepare(p);
@@ -176,8 +186,10 @@ impl Analysis {
                     db
                 },
                 || {
-                    self.device();
-                    self.host_framework_ops();
+                    if framework_ops {
+                        self.device();
+                        self.host_framework_ops();
+                    }
                     job.help();
                 },
             );

@@ -129,8 +129,11 @@ pub fn decode_bytes_for(
             // A mapped file's pages are given back as its lines are read, not only once each
             // line is done: a large line's pages do not pile up (on the 207 MB JAX profile,
             // up to 75 MB resident at once otherwise).
+            let bring_in = |start, end| bytes.bring_in(start, end);
             let when = if bytes.rereadable() {
-                xlens_xspace::Release::AsRead
+                xlens_xspace::Release::AsRead {
+                    ahead: Some(&bring_in),
+                }
             } else {
                 xlens_xspace::Release::Lines
             };

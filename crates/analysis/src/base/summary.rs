@@ -86,7 +86,7 @@ impl HostSummary {
         let dev = a.device();
         // Steps and op metrics side by side (the step grouping's sequential part beside the
         // op lines).
-        let (db, _) = a.steps_and_ops();
+        let (db, _) = a.steps_and_op_metrics();
         // Not the cached full table: the summary keeps no HLO text.
         let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
         let p = a.profile();
