@@ -71,3 +71,42 @@ fn summaries_from_a_read_without_unused_stats_equal_full_reads() {
         "{left_out_somewhere} hosts with stats left out"
     );
 }
+
+#[test]
+fn a_summary_counts_the_memory_it_holds() {
+    let sessions =
+        xlens_store::discover(&common::root().join("fixtures/logdir")).expect("sessions");
+    let s = sessions
+        .iter()
+        .find(|s| s.name == "jax_mlp_small")
+        .expect("the JAX fixture");
+    let h = &s.hosts[0];
+    let p = load_host_for(h, Reads::Summary).expect("summary read");
+    let mut sum = HostSummary::of(&s.name, h, &Analysis::new(p.into()));
+    assert!(!sum.steps.is_empty() && !sum.ops.is_empty());
+    // At least every string's bytes and every row.
+    let text: usize = sum
+        .ops
+        .iter()
+        .map(|o| o.program.len() + o.name.len() + o.category.len())
+        .chain(sum.steps.iter().map(|r| r.name.len()))
+        .sum();
+    let before = sum.heap_bytes();
+    assert!(before > text + sum.ops.len() * 64, "{before} for {text}");
+    // One more op: its row's room, then exactly its strings' capacities.
+    let cap = sum.ops.capacity();
+    sum.ops.reserve_exact(1);
+    let grown = sum.heap_bytes();
+    assert_eq!(
+        grown - before,
+        (sum.ops.capacity() - cap) * std::mem::size_of_val(&sum.ops[0])
+    );
+    let mut op = sum.ops[0].clone();
+    (op.program, op.name, op.category) = (
+        String::with_capacity(10),
+        String::with_capacity(200),
+        String::with_capacity(3000),
+    );
+    sum.ops.push(op);
+    assert_eq!(sum.heap_bytes() - grown, 3210);
+}

@@ -130,6 +130,13 @@ fn summarize_one(
         }
         Err(e) => HostSummary::failed(&session.name, file, e.to_string()),
     };
+    // The C heap's free pages left by this host go back now, not after the next host's peak
+    // (one host at a time on the 207 MB profile: peak 418 -> 409 MB).
+    #[cfg(target_os = "linux")]
+    // SAFETY: only returns free memory of the C heap to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     // Unreadable files are not cached: the next run says again what is wrong.
     if s.error.is_none() {
         cache.put(file, session, &s);

@@ -853,6 +853,15 @@ fn hosts_command(
         t.elapsed().as_secs_f64(),
         files - decoded
     );
+    // The figures the memory bound is stated in (peak RSS under twice the largest host file
+    // plus the summaries, with one host decoded at a time).
+    let largest = summaries.iter().map(|s| s.file_bytes).max().unwrap_or(0);
+    let held: usize = summaries.iter().map(|s| s.heap_bytes()).sum();
+    eprintln!(
+        "xlens: largest host file {:.1} MB; the summaries hold {:.1} MB",
+        largest as f64 / 1e6,
+        held as f64 / 1e6
+    );
     if write_summaries {
         for s in sessions
             .iter()

@@ -147,6 +147,40 @@ impl HostSummary {
         }
     }
 
+    /// Bytes of memory the summary holds (its strings' and lists' heap, and itself): what
+    /// `xlens hosts` keeps per host once the host's profile is dropped.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let text = |s: &String| s.capacity();
+        let steps: usize = self
+            .steps
+            .iter()
+            .map(|r| text(&r.name) + r.breakdown_ps.capacity() * size_of::<i64>())
+            .sum();
+        let ops: usize = self
+            .ops
+            .iter()
+            .map(|o| text(&o.program) + text(&o.name) + text(&o.category))
+            .sum();
+        let modules: usize = self.modules.iter().map(|m| text(&m.module)).sum();
+        let ends: usize = self.collective_ends.iter().map(|e| text(&e.0)).sum();
+        size_of::<Self>()
+            + text(&self.session)
+            + text(&self.host)
+            + text(&self.file)
+            + self.error.as_ref().map_or(0, text)
+            + text(&self.device_kind)
+            + text(&self.device_model)
+            + self.steps.capacity() * size_of::<StepRow>()
+            + steps
+            + self.ops.capacity() * size_of::<OpSummary>()
+            + ops
+            + self.modules.capacity() * size_of::<ModuleSummary>()
+            + modules
+            + self.collective_ends.capacity() * size_of::<(String, i64)>()
+            + ends
+    }
+
     /// A host file that could not be read.
     pub fn failed(session: &str, file: &HostFile, error: String) -> HostSummary {
         HostSummary {
