@@ -56,11 +56,11 @@ fn median(v: &mut [i64]) -> i64 {
 /// The corrections for hosts with raw offsets `raw[h]`, step ends `ends[h]` (step name, end on
 /// the host's own axis) and collective ends `collectives[h]` (from [`collective_ends`]; empty
 /// when not known).
-pub fn align(
+pub fn align<S: AsRef<str>, C: AsRef<str>>(
     hosts: &[String],
     raw: &[i64],
-    ends: &[Vec<(String, i64)>],
-    collectives: &[Vec<(String, i64)>],
+    ends: &[Vec<(S, i64)>],
+    collectives: &[Vec<(C, i64)>],
 ) -> Vec<HostClock> {
     let shared = |h: usize| ends[h].len() + collectives.get(h).map_or(0, Vec::len);
     let reference = (0..hosts.len()).max_by_key(|&h| (shared(h), std::cmp::Reverse(h)));
@@ -79,24 +79,28 @@ pub fn align(
             .collect();
     };
     type At<'a> = std::collections::HashMap<&'a str, i64>;
-    fn at(v: &[(String, i64)], shift: i64) -> At<'_> {
+    fn at<T: AsRef<str>>(v: &[(T, i64)], shift: i64) -> At<'_> {
         v.iter()
-            .map(|(n, e)| (n.as_str(), e.saturating_add(shift)))
+            .map(|(n, e)| (n.as_ref(), e.saturating_add(shift)))
+            .collect()
+    }
+    fn diffs<T: AsRef<str>>(mine: &[(T, i64)], theirs: &At<'_>, raw: i64) -> Vec<i64> {
+        mine.iter()
+            .filter_map(|(n, e)| Some(theirs.get(n.as_ref())? - e.saturating_add(raw)))
             .collect()
     }
     let steps_at_ref = at(&ends[r], raw[r]);
-    let none = Vec::new();
-    let colls_at_ref = at(collectives.get(r).unwrap_or(&none), raw[r]);
+    let colls_at_ref = collectives
+        .get(r)
+        .map(|v| at(v, raw[r]))
+        .unwrap_or_default();
     (0..hosts.len())
         .map(|h| {
-            let diffs = |mine: &[(String, i64)], theirs: &At<'_>| -> Vec<i64> {
-                mine.iter()
-                    .filter_map(|(n, e)| Some(theirs.get(n.as_str())? - e.saturating_add(raw[h])))
-                    .collect()
-            };
-            let mut d = diffs(&ends[h], &steps_at_ref);
+            let mut d = diffs(&ends[h], &steps_at_ref, raw[h]);
             let steps = d.len();
-            d.extend(diffs(collectives.get(h).unwrap_or(&none), &colls_at_ref));
+            if let Some(c) = collectives.get(h) {
+                d.extend(diffs(c, &colls_at_ref, raw[h]));
+            }
             let colls = d.len() - steps;
             if h == r || d.is_empty() {
                 return HostClock {
@@ -239,6 +243,9 @@ mod tests {
     #[test]
     fn shifted_hosts_come_back_together() {
         let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        // No collective ends, no step ends.
+        let no: &[Vec<(String, i64)>] = &[];
+        let empty = Vec::<(String, i64)>::new;
         let steps = |shift: i64| -> Vec<(String, i64)> {
             (0..5)
                 .map(|i| (format!("s{i}"), 1000 * (i + 1) + shift))
@@ -248,16 +255,16 @@ mod tests {
         let mut c = steps(-30);
         c.remove(0);
         c.push(("lonely".into(), 99));
-        let clocks = align(&names, &[0, 0, 0], &[steps(0), steps(70), c], &[]);
+        let clocks = align(&names, &[0, 0, 0], &[steps(0), steps(70), c], no);
         assert_eq!(clocks[0].basis, "reference");
         assert_eq!((clocks[1].correction_ps, clocks[1].residual_ps), (-70, 0));
         assert_eq!((clocks[2].correction_ps, clocks[2].matched_steps), (30, 4));
         // Raw offsets count: a host placed 100 later by its start time needs 100 less.
-        let clocks = align(&names, &[0, 100, 0], &[steps(0), steps(0), steps(0)], &[]);
+        let clocks = align(&names, &[0, 100, 0], &[steps(0), steps(0), steps(0)], no);
         assert_eq!(clocks[1].correction_ps, -100);
         // Two shared steps, or ends spread wider than the shift: not trusted.
         let short: Vec<Vec<(String, i64)>> = vec![steps(0)[..2].to_vec(), steps(70)[..2].to_vec()];
-        let c = align(&names[..2], &[0, 0], &short, &[]);
+        let c = align(&names[..2], &[0, 0], &short, no);
         assert_eq!(
             (c[1].correction_ps, c[1].basis),
             (0, "raw clock (ends disagree)")
@@ -266,7 +273,7 @@ mod tests {
         noisy[1].1 += 400;
         noisy[3].1 -= 300;
         noisy[4].1 += 500;
-        let c = align(&names[..2], &[0, 0], &[steps(0), noisy], &[]);
+        let c = align(&names[..2], &[0, 0], &[steps(0), noisy], no);
         assert_eq!((c[1].correction_ps, c[1].residual_ps), (0, 300));
         // Two shared steps are too few alone; with the collectives that end in them, enough.
         let colls = |shift: i64| -> Vec<(String, i64)> {
@@ -287,12 +294,12 @@ mod tests {
         let c = align(
             &names[..2],
             &[0, 0],
-            &[vec![], vec![]],
+            &[empty(), empty()],
             &[colls(0), colls(70)],
         );
         assert_eq!((c[1].correction_ps, c[1].basis), (-70, "collective ends"));
         // No steps anywhere: raw clocks.
-        let none = align(&names, &[0, 5, 9], &[vec![], vec![], vec![]], &[]);
+        let none = align(&names, &[0, 5, 9], &[empty(), empty(), empty()], no);
         assert!(none
             .iter()
             .all(|c| c.basis == "raw clock" && c.correction_ps == 0));

@@ -218,16 +218,16 @@ pub fn compare_hosts(
             .collect()
     };
     let step_sorted = sorted(&step_time);
-    let cat_sorted: Vec<Vec<Vec<i64>>> = cats.iter().map(|c| sorted(&c.ps)).collect();
-    let others = |sorted: &[Vec<i64>], m: &[Vec<Option<i64>>], h: usize, s: usize| {
-        median_without(&sorted[s], m[h][s])
+    let others = |sorted: &[i64], m: &[Vec<Option<i64>>], h: usize, s: usize| {
+        median_without(sorted, m[h][s])
     };
-    let mut stragglers = Vec::new();
-    for (hi, h) in with.iter().enumerate() {
+    // Each host's slow steps: (step, excess, excess %), and how many steps were compared.
+    let mut slow_steps: Vec<(Vec<(usize, i64, f64)>, usize)> = Vec::with_capacity(with.len());
+    for hi in 0..with.len() {
         let mut slow = Vec::new();
         let mut compared = 0;
         for s in 0..steps.len() {
-            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_sorted, &step_time, hi, s))
+            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_sorted[s], &step_time, hi, s))
             else {
                 continue;
             };
@@ -237,6 +237,35 @@ pub fn compare_hosts(
                 slow.push((s, t - m, e));
             }
         }
+        slow_steps.push((slow, compared));
+    }
+    drop(step_sorted);
+    // The categories' values sorted only at the steps some host straggles in (a pod's host x
+    // step matrices are large: sorting every column of every category doubled the memory the
+    // report takes).
+    let mut wanted = vec![false; steps.len()];
+    for (slow, _) in &slow_steps {
+        for &(s, _, _) in slow {
+            wanted[s] = true;
+        }
+    }
+    let cat_sorted: Vec<Vec<Vec<i64>>> = cats
+        .iter()
+        .map(|c| {
+            (0..steps.len())
+                .map(|s| {
+                    if !wanted[s] {
+                        return Vec::new();
+                    }
+                    let mut v: Vec<i64> = c.ps.iter().filter_map(|row| row[s]).collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let mut stragglers = Vec::new();
+    for ((hi, h), (slow, compared)) in with.iter().enumerate().zip(slow_steps) {
         if slow.is_empty() {
             continue;
         }
@@ -248,7 +277,7 @@ pub fn compare_hosts(
                 let ex: i64 = slow
                     .iter()
                     .map(|&(s, _, _)| {
-                        c.ps[hi][s].unwrap_or(0) - others(sorted, &c.ps, hi, s).unwrap_or(0)
+                        c.ps[hi][s].unwrap_or(0) - others(&sorted[s], &c.ps, hi, s).unwrap_or(0)
                     })
                     .sum();
                 (c, ex / n)

@@ -383,17 +383,25 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
                 _ => 0,
             })
             .collect();
-        let ends: Vec<Vec<(String, i64)>> = read
+        // Borrowed, not copied: a pod's hosts have hundreds of thousands of steps.
+        let ends: Vec<Vec<(&str, i64)>> = read
             .iter()
             .map(|s| {
                 s.steps
                     .iter()
-                    .map(|r| (r.name.clone(), r.begin_ps.saturating_add(r.duration_ps)))
+                    .map(|r| (r.name.as_str(), r.begin_ps.saturating_add(r.duration_ps)))
                     .collect()
             })
             .collect();
-        let colls: Vec<Vec<(String, i64)>> =
-            read.iter().map(|s| s.collective_ends.clone()).collect();
+        let colls: Vec<Vec<(&str, i64)>> = read
+            .iter()
+            .map(|s| {
+                s.collective_ends
+                    .iter()
+                    .map(|(n, e)| (n.as_str(), *e))
+                    .collect()
+            })
+            .collect();
         crate::base::align::align(&labels, &raw, &ends, &colls)
     } else {
         Vec::new()

@@ -421,7 +421,12 @@ impl TraceIndex {
                 Some((steps, colls)) if steps.len() == hosts.len() => {
                     crate::base::align::align(&names, &raw, steps, colls)
                 }
-                _ => crate::base::align::align(&names, &raw, &vec![Vec::new(); hosts.len()], &[]),
+                _ => crate::base::align::align::<&str, &str>(
+                    &names,
+                    &raw,
+                    &vec![Vec::new(); hosts.len()],
+                    &[],
+                ),
             }
         } else {
             Vec::new()
