@@ -222,7 +222,8 @@ pub fn compare_hosts(
         median_without(sorted, m[h][s])
     };
     // Each host's slow steps: (step, excess, excess %), and how many steps were compared.
-    let mut slow_steps: Vec<(Vec<(usize, i64, f64)>, usize)> = Vec::with_capacity(with.len());
+    type Slow = (Vec<(usize, i64, f64)>, usize);
+    let mut slow_steps: Vec<Slow> = Vec::with_capacity(with.len());
     for hi in 0..with.len() {
         let mut slow = Vec::new();
         let mut compared = 0;
