@@ -45,6 +45,10 @@ pub struct Flows {
     pub producers: Vec<FlowRef>,
     /// Consumer ends, by event (at most one per event).
     pub consumers: Vec<FlowRef>,
+    /// The importer left the flow stats out of the events' stats, at the request of a reader
+    /// that only follows flows ([`EventsBuilder::list_flows_only`]): this list is their only
+    /// record, and the events' stats hold none.
+    pub not_in_stats: bool,
 }
 
 impl Events {
@@ -343,9 +347,29 @@ impl EventsBuilder {
         self.ev.flows.get_or_insert_with(Flows::default);
     }
 
+    /// [`EventsBuilder::list_flows`] for an importer that keeps flow stats out of the events'
+    /// stats ([`Flows::not_in_stats`]): it promises to add every flow end to the list, and
+    /// never to call [`EventsBuilder::unlist_flows`].
+    pub fn list_flows_only(&mut self) {
+        self.ev
+            .flows
+            .get_or_insert_with(Flows::default)
+            .not_in_stats = true;
+    }
+
+    /// Whether the flows are listed and the list is their only record
+    /// ([`EventsBuilder::list_flows_only`]).
+    pub fn flows_only_listed(&self) -> bool {
+        self.ev.flows.as_ref().is_some_and(|f| f.not_in_stats)
+    }
+
     /// Gives up the list of flow ends (for a flow the list cannot hold): readers then find
     /// flows in the stats.
     pub fn unlist_flows(&mut self) {
+        debug_assert!(
+            !self.ev.flows.as_ref().is_some_and(|f| f.not_in_stats),
+            "a list that is the only record of the flows is never given up"
+        );
         self.ev.flows = None;
     }
 

@@ -72,27 +72,39 @@ pub fn decode_with(
         consumed,
         threads,
         PARALLEL_MIN_BYTES,
-        &[],
+        LeaveOut::default(),
         Release::Lines,
     )
     .map_err(|e| DecodeError::from(*e))
 }
 
-/// [`decode_with`], leaving out the event stats named in `stats` (for a reader that does not
-/// use them, such as a host's summary): their bytes are passed over, their values not checked,
-/// and nothing is stored for them; [`Profile::stats_left_out`] and [`Profile::partial_read`]
-/// say how many. Flow stats (`_p`, `_pt`, `_c`, `_ct`) are always read. Plane and metadata stats
-/// are read in full.
+/// [`decode_with`], leaving out what `leave` names (for a reader that does not use it, such as
+/// a host's summary). Plane and metadata stats are read in full.
 pub fn decode_leaving_out(
     bytes: &[u8],
     consumed: &(dyn Fn(usize, usize) + Sync),
-    stats: &[&str],
+    leave: LeaveOut<'_>,
     release: Release<'_>,
 ) -> Result<Profile, DecodeError> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, stats, release)
+    decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, leave, release)
+}
+
+/// What a decode leaves out of the events' stats ([`decode_leaving_out`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeaveOut<'a> {
+    /// Event stats by name, passed over (their values not checked) and not stored;
+    /// [`Profile::stats_left_out`] and [`Profile::partial_read`] say how many. Flow stats are
+    /// never left out this way.
+    pub stats: &'a [&'a str],
+    /// Flow stats (`_p`, `_pt`, `_c`, `_ct`), kept only in each line's list of flow ends
+    /// ([`xlens_model::Flows::not_in_stats`]), for a reader that follows flows through the list
+    /// alone: the stats it scans are shorter. Planes whose event metadata carry flow stats
+    /// keep them in the stats as usual. A flow end whose type does not fit the list (beyond 32
+    /// bits) is then left out, with an import warning that counts them.
+    pub flow_stats: bool,
 }
 
 /// When the decoder tells its caller that bytes will not be read again.
@@ -143,10 +155,10 @@ pub fn decode_options(
     consumed: &(dyn Fn(usize, usize) + Sync),
     threads: usize,
     parallel_min_bytes: usize,
-    stats: &[&str],
+    leave: LeaveOut<'_>,
     release: Release<'_>,
 ) -> Result<Profile, DecodeError> {
-    decode_inner(bytes, consumed, threads, parallel_min_bytes, stats, release)
+    decode_inner(bytes, consumed, threads, parallel_min_bytes, leave, release)
         .map_err(|e| DecodeError::from(*e))
 }
 
@@ -164,7 +176,7 @@ pub fn decode_with_threads(
         consumed,
         threads,
         parallel_min_bytes,
-        &[],
+        LeaveOut::default(),
         Release::Lines,
     )
     .map_err(|e| DecodeError::from(*e))
@@ -175,7 +187,7 @@ fn decode_inner(
     consumed: &(dyn Fn(usize, usize) + Sync),
     threads: usize,
     parallel_min_bytes: usize,
-    left_out: &[&str],
+    leave: LeaveOut<'_>,
     release: Release<'_>,
 ) -> Res<Profile> {
     if bytes.is_empty() {
@@ -201,8 +213,9 @@ fn decode_inner(
         consumed,
         threads,
         parallel_min_bytes,
-        left_out,
+        leave,
         stats_left_out: 0,
+        flows_only_lines: 0,
         release,
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
@@ -248,12 +261,25 @@ fn decode_inner(
     };
     place_lines_on_one_axis(&mut prof, &mut d.warn, d.threads, place_min);
     prof.import_warnings = d.warn.into_messages();
+    let mut partial = Vec::new();
     if d.stats_left_out > 0 {
         prof.stats_left_out = d.stats_left_out;
-        prof.partial_read = Some(format!(
-            "{} event stats not read ({}): what was asked for does not use them",
+        partial.push(format!(
+            "{} event stats not read ({})",
             d.stats_left_out,
-            d.left_out.join(", ")
+            d.leave.stats.join(", ")
+        ));
+    }
+    if d.flows_only_lines > 0 {
+        partial.push(format!(
+            "flow stats (_p, _pt, _c, _ct) kept only as the flow lists of {} lines",
+            d.flows_only_lines
+        ));
+    }
+    if !partial.is_empty() {
+        prof.partial_read = Some(format!(
+            "{}: what was asked for does not use them",
+            partial.join("; ")
         ));
     }
     Ok(prof)
@@ -264,6 +290,7 @@ struct Warnings {
     unknown_stat_ids: u64,
     unknown_event_metadata: u64,
     invalid_utf8: u64,
+    unlisted_flow_ends: u64,
     clamped_lines: Vec<String>,
 }
 
@@ -286,6 +313,12 @@ impl Warnings {
             out.push(format!(
                 "{} strings were not valid UTF-8; invalid bytes were replaced with U+FFFD",
                 self.invalid_utf8
+            ));
+        }
+        if self.unlisted_flow_ends > 0 {
+            out.push(format!(
+                "{} flow ends had a type beyond 32 bits; read with flow stats kept only as flow lists, which cannot hold such a type, they were left out",
+                self.unlisted_flow_ends
             ));
         }
         out.extend(self.clamped_lines);
@@ -496,6 +529,8 @@ struct PlaneCtx {
     /// [`PlaneCtx::fast`] is one of them (empty when none is).
     left_out: Vec<StrId>,
     left_out_fast: Vec<bool>,
+    /// Flow stats go to the line's flow list only ([`LeaveOut::flow_stats`]).
+    flows_only: bool,
 }
 
 /// The ids [`PlaneCtx::fast`] covers: those of one- and two-byte varints.
@@ -527,6 +562,7 @@ impl PlaneCtx {
             fast,
             left_out,
             left_out_fast,
+            flows_only: false,
         }
     }
 }
@@ -593,9 +629,10 @@ impl EventFlow {
     }
 
     /// Adds the event's producer and consumer ends (those with both a type and an id) to the
-    /// last event of `b`, and clears itself. A type beyond 32 bits gives up the line's list.
+    /// last event of `b`, and clears itself. A type beyond 32 bits gives up the line's list,
+    /// or where the list is the flows' only record, leaves the flow end out (counted).
     #[inline(always)]
-    fn flush(&mut self, b: &mut EventsBuilder) {
+    fn flush(&mut self, b: &mut EventsBuilder, keys: &mut KeyMask) {
         if self.set == 0 {
             return;
         }
@@ -603,6 +640,8 @@ impl EventFlow {
             if self.set & (1 << id) != 0 && self.set & (1 << ty) != 0 {
                 match u32::try_from(self.value(ty)) {
                     Ok(t) => b.flow(consumer, t, self.value(id)),
+                    // The list is the flows' only record: this one cannot be kept.
+                    Err(_) if b.flows_only_listed() => keys.unlisted_flows += 1,
                     Err(_) => b.unlist_flows(),
                 }
             }
@@ -617,9 +656,11 @@ struct Decoder<'c> {
     consumed: &'c (dyn Fn(usize, usize) + Sync),
     threads: usize,
     parallel_min_bytes: usize,
-    /// Names of the event stats to leave out ([`decode_leaving_out`]).
-    left_out: &'c [&'c str],
+    /// What to leave out of the event stats ([`decode_leaving_out`]).
+    leave: LeaveOut<'c>,
     stats_left_out: u64,
+    /// Lines whose flow stats went to their flow lists only.
+    flows_only_lines: u64,
     release: Release<'c>,
 }
 
@@ -695,6 +736,8 @@ struct LineOut {
     display_name: Vec<u8>,
     /// Stats left out ([`decode_leaving_out`]).
     left_out: u64,
+    /// Flow ends the line's list could not hold, left out ([`LeaveOut::flow_stats`]).
+    unlisted_flows: u64,
 }
 
 /// Stat names that events carry most often (flows, step roots, XLA op identity, GPU
@@ -785,7 +828,8 @@ impl Decoder<'_> {
             }
         }
         let left_out: Vec<StrId> = self
-            .left_out
+            .leave
+            .stats
             .iter()
             .filter_map(|n| self.prof.strings.find(n))
             .filter(|k| !FLOW_KEYS.contains(k))
@@ -838,6 +882,13 @@ impl Decoder<'_> {
             plane.event_metadata.push(md);
         }
         ctx.meta_index = IdMap::build(&index);
+        // Flows an event inherits from its metadata are found by reading its stats with its
+        // metadata's: such planes keep their flow stats.
+        ctx.flows_only = self.leave.flow_stats
+            && !plane
+                .event_metadata
+                .iter()
+                .any(|m| FLOW_KEYS.iter().any(|&k| m.stats().has(k)));
 
         for st in stats {
             let (k, v) = self.stat(st, &mut ctx)?;
@@ -876,6 +927,13 @@ impl Decoder<'_> {
                 }
             };
             self.stats_left_out += out.left_out;
+            self.warn.unlisted_flow_ends += out.unlisted_flows;
+            self.flows_only_lines += u64::from(
+                out.line
+                    .events
+                    .flows()
+                    .is_some_and(|f| f.not_in_stats && !out.line.events.is_empty()),
+            );
             let mut line = out.line;
             line.name = self.intern_bytes(&out.name);
             line.display_name = self.intern_bytes(&out.display_name);
@@ -900,7 +958,7 @@ impl Decoder<'_> {
             ctx,
         };
         // This side never refuses; an empty stat would stand in if it did.
-        Ok(stat(&mut side, r, &mut KeyMask::default())?.unwrap_or((StrId::EMPTY, StatValue::None)))
+        Ok(stat(&mut side, r)?.map_or((StrId::EMPTY, StatValue::None), |(_, k, v)| (k, v)))
     }
 
     fn placeholder_metadata(&mut self, id: i64, plane: &mut Plane, ctx: &mut PlaneCtx) -> u32 {
@@ -970,6 +1028,14 @@ fn stat_fast(
     if raw & mask & 0x8080_8080_8080_8080 != 0x8080_8080_8080_8080 & (mask >> 8) {
         return false;
     }
+    if *fs != 0 && ctx.flows_only {
+        // Kept in the flow list only (and not among the line's keys).
+        if !matches!(*tag, 0x18 | 0x20) {
+            return false;
+        }
+        flow.put_raw(*fs, raw);
+        return true;
+    }
     match *tag {
         0x18 => {
             encode_int_raw(out, pk, false, raw, n as u8);
@@ -1036,13 +1102,10 @@ fn stat_fast_long(pk: &PreKey, fs: u8, tag: u8, rest: &[u8], out: &mut Vec<u8>) 
     true
 }
 
-/// A stat, or `None` when it needs a change the side cannot make.
+/// A stat (its metadata id, name and value), or `None` when it needs a change the side cannot
+/// make.
 #[inline(always)]
-fn stat<S: Side>(
-    side: &mut S,
-    mut r: Reader<'_>,
-    keys: &mut KeyMask,
-) -> Res<Option<(StrId, StatValue)>> {
+fn stat<S: Side>(side: &mut S, mut r: Reader<'_>) -> Res<Option<(i64, StrId, StatValue)>> {
     let mut key = 0i64;
     let mut value = StatValue::None;
     while let Some((num, wire)) = r.field()? {
@@ -1078,8 +1141,7 @@ fn stat<S: Side>(
             _ => r.skip(num, wire)?,
         }
     }
-    keys.add(key);
-    Ok(stat_name(side, key).map(|k| (k, value)))
+    Ok(stat_name(side, key).map(|k| (key, k, value)))
 }
 
 /// The plane-local stat metadata ids seen in a line: ids below 128 as one flag byte each (a
@@ -1090,6 +1152,8 @@ struct KeyMask {
     other: bool,
     /// Stats left out ([`decode_leaving_out`]).
     left_out: u64,
+    /// Flow ends left out for a type their list cannot hold ([`LeaveOut::flow_stats`]).
+    unlisted_flows: u64,
 }
 
 impl Default for KeyMask {
@@ -1098,6 +1162,7 @@ impl Default for KeyMask {
             seen: [false; 128],
             other: false,
             left_out: 0,
+            unlisted_flows: 0,
         }
     }
 }
@@ -1130,7 +1195,7 @@ fn event_stat<S: Side>(
         return Ok(true);
     }
     // A reader only for the stats the fast path leaves.
-    let Some((k, v)) = stat(side, Reader::new(st, at, "XStat"), keys)? else {
+    let Some((id, k, v)) = stat(side, Reader::new(st, at, "XStat"))? else {
         return Ok(false);
     };
     if side.ctx().left_out.contains(&k) {
@@ -1140,7 +1205,11 @@ fn event_stat<S: Side>(
     let fs = flow_slot(k);
     if fs != 0 {
         flow.put(fs, v.as_id_bits());
+        if side.ctx().flows_only {
+            return Ok(true);
+        }
     }
+    keys.add(id);
     encode_stat(b.stats_buf(), k, v);
     Ok(true)
 }
@@ -1228,7 +1297,11 @@ fn decode_line<S: Side>(
     // builder finishes).
     let line_len = r.rest().len();
     let mut b = EventsBuilder::with_capacity(estimate_events(&r), line_len / 2);
-    b.list_flows();
+    if side.ctx().flows_only {
+        b.list_flows_only();
+    } else {
+        b.list_flows();
+    }
     let mut flow = EventFlow::default();
     let mut keys = KeyMask::default();
     let mut r = r;
@@ -1310,7 +1383,7 @@ fn decode_line<S: Side>(
             },
         };
         b.push(offset, dur, meta);
-        flow.flush(&mut b);
+        flow.flush(&mut b, &mut keys);
         if let Some(n) = occurrences {
             b.set_occurrences(n);
         }
@@ -1341,6 +1414,7 @@ fn decode_line<S: Side>(
         name,
         display_name,
         left_out: keys.left_out,
+        unlisted_flows: keys.unlisted_flows,
     }))
 }
 

@@ -525,8 +525,9 @@ fn check_profile(p: &Profile) {
             for &(i, _) in ev.occurrences() {
                 assert!((i as usize) < n, "occurrence of a missing event");
             }
-            // The listed flow ends are exactly those the events' stats give.
-            if let Some(listed) = ev.flows() {
+            // The listed flow ends are exactly those the events' stats give (unless the
+            // list is their only record).
+            if let Some(listed) = ev.flows().filter(|f| !f.not_in_stats) {
                 assert_eq!(
                     listed,
                     &flows_in_stats(p, ev),
@@ -576,6 +577,138 @@ fn flows_in_stats(p: &Profile, ev: &xlens_model::Events) -> xlens_model::Flows {
     out
 }
 
+/// Flow stats of a line's events as the importer lists them, types in 64 bits (a full read
+/// gives up its list for a type beyond 32 bits).
+fn flows_in_stats_wide(p: &Profile, ev: &xlens_model::Events) -> Vec<(bool, u32, u64, u64)> {
+    let names = ["_p", "_pt", "_c", "_ct"];
+    let mut out = Vec::new();
+    for i in 0..ev.len() {
+        let mut v: [Option<u64>; 4] = [None; 4];
+        for s in ev.stats(i) {
+            if let Some(k) = names.iter().position(|n| p.str(s.key) == *n) {
+                v[k] = match s.value {
+                    StatValue::I64(x) => Some(x as u64),
+                    StatValue::U64(x) => Some(x),
+                    StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
+                    _ => None,
+                };
+            }
+        }
+        for (consumer, id, ty) in [(false, v[0], v[1]), (true, v[2], v[3])] {
+            if let (Some(id), Some(ty)) = (id, ty) {
+                out.push((consumer, i as u32, ty, id));
+            }
+        }
+    }
+    out
+}
+
+/// A decode that keeps flow stats in the lines' flow lists only agrees with a full one: the
+/// same error, or the same events and stats but for the flow stats, whose ends the lists hold
+/// (those of a type beyond 32 bits counted in an import warning instead); planes whose event
+/// metadata carry flow stats keep them in the stats.
+fn agrees_with_flows_only(
+    full: &Result<Profile, DecodeError>,
+    part: &Result<Profile, DecodeError>,
+) -> Result<(), String> {
+    let (full, part) = match (full, part) {
+        (Err(a), Err(b)) if (a.offset, &a.message) == (b.offset, &b.message) => return Ok(()),
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => {
+            return Err(format!(
+                "full read {:?}, flows-only read {:?}",
+                a.as_ref().err(),
+                b.as_ref().err()
+            ))
+        }
+    };
+    let is_flow = |p: &Profile, k: StrId| ["_p", "_pt", "_c", "_ct"].contains(&p.str(k));
+    let stats_text = |p: &Profile, st: xlens_model::Stats<'_>, drop_flows: bool| {
+        st.iter()
+            .filter(|s| !(drop_flows && is_flow(p, s.key)))
+            .map(|s| format!("{}={}", p.str(s.key), s.value.display(&p.strings)))
+            .collect::<Vec<_>>()
+    };
+    if full.planes.len() != part.planes.len() {
+        return Err("plane counts differ".into());
+    }
+    let mut wide = 0u64;
+    for (a, b) in full.planes.iter().zip(&part.planes) {
+        let md_flows = a
+            .event_metadata
+            .iter()
+            .any(|m| m.stats().iter().any(|s| is_flow(full, s.key)));
+        if a.lines.len() != b.lines.len() {
+            return Err("line counts differ".into());
+        }
+        for (la, lb) in a.lines.iter().zip(&b.lines) {
+            let (ea, eb) = (&la.events, &lb.events);
+            if ea.starts() != eb.starts()
+                || ea.durations() != eb.durations()
+                || ea.metadata_indices() != eb.metadata_indices()
+            {
+                return Err(format!("events of line {:?} differ", full.str(la.name)));
+            }
+            let listed_only = eb.flows().is_some_and(|f| f.not_in_stats);
+            if listed_only == md_flows {
+                return Err(format!(
+                    "line {:?}: flows listed only {listed_only}, metadata flows {md_flows}",
+                    full.str(la.name)
+                ));
+            }
+            for i in 0..ea.len() {
+                if stats_text(full, ea.stats(i), listed_only)
+                    != stats_text(part, eb.stats(i), false)
+                {
+                    return Err(format!(
+                        "stats of event {i} of line {:?} differ",
+                        full.str(la.name)
+                    ));
+                }
+            }
+            if !listed_only {
+                continue;
+            }
+            let got = eb.flows().map_or_else(Vec::new, |f| {
+                let mut v: Vec<_> = f
+                    .producers
+                    .iter()
+                    .map(|x| (false, x.event, x.ty as u64, x.id))
+                    .chain(
+                        f.consumers
+                            .iter()
+                            .map(|x| (true, x.event, x.ty as u64, x.id)),
+                    )
+                    .collect();
+                v.sort_unstable();
+                v
+            });
+            let mut want = flows_in_stats_wide(full, ea);
+            wide += want.iter().filter(|x| x.2 > u32::MAX as u64).count() as u64;
+            want.retain(|x| x.2 <= u32::MAX as u64);
+            want.sort_unstable();
+            if got != want {
+                return Err(format!(
+                    "flow list of line {:?} differs from the full read's stats",
+                    full.str(la.name)
+                ));
+            }
+        }
+    }
+    let warned = part
+        .import_warnings
+        .iter()
+        .find(|w| w.contains("type beyond 32 bits"))
+        .and_then(|w| w.split(' ').next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    if warned != wide {
+        return Err(format!(
+            "{wide} flow ends of a type beyond 32 bits, {warned} in the import warning"
+        ));
+    }
+    Ok(())
+}
+
 /// Decodes `input`; panics (with `what` and a saved copy of the input) if decoding panics, an
 /// error is malformed, or an Ok profile breaks the model's invariants.
 fn check(input: &[u8], what: &dyn Fn() -> String) -> Option<Profile> {
@@ -583,6 +716,24 @@ fn check(input: &[u8], what: &dyn Fn() -> String) -> Option<Profile> {
         Ok(r) => r,
         Err(_) => fail(input, &what(), "decode panicked"),
     };
+    let flows_only = |input: &[u8]| {
+        let leave = xlens_xspace::LeaveOut {
+            stats: &[],
+            flow_stats: true,
+        };
+        xlens_xspace::decode_leaving_out(input, &|_, _| {}, leave, xlens_xspace::Release::Lines)
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        let part = flows_only(input);
+        if let Ok(p) = &part {
+            check_profile(p);
+        }
+        agrees_with_flows_only(&res, &part)
+    })) {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => fail(input, &what(), &why),
+        Err(_) => fail(input, &what(), "decode with flows in lists only panicked"),
+    }
     match res {
         Ok(p) => {
             if catch_unwind(AssertUnwindSafe(|| check_profile(&p))).is_err() {
@@ -1944,6 +2095,105 @@ fn flow_ends_are_listed_as_the_stats_give_them() {
 }
 
 #[test]
+fn flow_stats_kept_in_the_flow_lists_only_when_asked() {
+    // Plane 1: producers and consumers as one-byte ids, a large id (10-byte varint, the
+    // general path), a type beyond 32 bits, and another stat. Plane 2: its event metadata
+    // carry a flow type, so its events' flow stats stay among the stats.
+    let (p, pt, c, ct, x) = (1, 2, 3, 4, 5);
+    let stats_md = || {
+        [(p, "_p"), (pt, "_pt"), (c, "_c"), (ct, "_ct"), (x, "x")]
+            .into_iter()
+            .fold(Pb::new(), |pl, (id, n)| pl.msg(5, stat_md(id, n)))
+    };
+    let line = Pb::new()
+        .str(2, "thread")
+        .msg(
+            4,
+            event(1, 0, 10)
+                .msg(4, stat_i64(p, 7))
+                .msg(4, stat_i64(pt, 1)),
+        )
+        .msg(
+            4,
+            event(1, 20, 10)
+                .msg(4, stat_i64(x, 3))
+                .msg(4, stat_i64(c, 7))
+                .msg(4, stat_i64(ct, 1)),
+        )
+        .msg(
+            4,
+            event(1, 40, 10)
+                .msg(4, stat_i64(p, -5))
+                .msg(4, stat_i64(pt, 2)),
+        )
+        .msg(
+            4,
+            event(1, 60, 10)
+                .msg(4, stat_i64(p, 9))
+                .msg(4, stat_i64(pt, 1 << 40)),
+        );
+    let one = stats_md()
+        .str(2, "/host:CPU")
+        .msg(4, event_md(1, "a"))
+        .msg(3, line.clone());
+    let md_flow = Pb::new()
+        .int(1, 1)
+        .msg(2, Pb::new().int(1, 1).str(2, "b").msg(5, stat_i64(pt, 1)));
+    let two = stats_md()
+        .str(2, "/host:other")
+        .msg(4, md_flow)
+        .msg(3, line);
+    let bytes = space([one, two]);
+    let full = decode(&bytes);
+    let leave = xlens_xspace::LeaveOut {
+        stats: &[],
+        flow_stats: true,
+    };
+    let part =
+        xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines);
+    agrees_with_flows_only(&full, &part).unwrap();
+    let (full, part) = (full.unwrap(), part.unwrap());
+    // Plane 1: the list is the flows' only record; the wide type is left out and counted.
+    let ev = &part.planes[0].lines[0].events;
+    let f = ev.flows().unwrap();
+    assert!(f.not_in_stats);
+    let ends =
+        |v: &[xlens_model::FlowRef]| v.iter().map(|x| (x.event, x.ty, x.id)).collect::<Vec<_>>();
+    assert_eq!(ends(&f.producers), [(0, 1, 7), (2, 2, -5i64 as u64)]);
+    assert_eq!(ends(&f.consumers), [(1, 1, 7)]);
+    let keys = |i| {
+        ev.stats(i)
+            .iter()
+            .map(|s| part.str(s.key).to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (keys(0), keys(1), keys(3)),
+        (vec![], vec!["x".to_string()], vec![])
+    );
+    assert!(!ev.may_have_stat(part.strings.find("_p").unwrap()));
+    assert_eq!(
+        part.import_warnings
+            .iter()
+            .filter(|w| w.starts_with("1 flow ends had a type beyond 32 bits"))
+            .count(),
+        1,
+        "{:?}",
+        part.import_warnings
+    );
+    // The full read gave up its list for the wide type, and keeps every flow stat.
+    assert!(full.planes[0].lines[0].events.flows().is_none());
+    assert!(full.import_warnings.iter().all(|w| !w.contains("32 bits")));
+    // Plane 2 keeps its flow stats, and lists them as usual.
+    let ev2 = &part.planes[1].lines[0].events;
+    assert_eq!(ev2.stats(0).iter().count(), 2);
+    assert!(ev2.flows().is_none_or(|f| !f.not_in_stats));
+    let note = part.partial_read.clone().unwrap_or_default();
+    assert!(note.contains("flow lists of 1 lines"), "{note}");
+    assert_eq!(part.stats_left_out, 0);
+}
+
+#[test]
 fn stats_left_out_are_counted_and_only_they_are_missing() {
     let e = event(1, 0, 10)
         // One-byte key, integer: the fast path.
@@ -1983,8 +2233,12 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
         (0, true)
     );
     let left = ["run_id", "_src", "device_ordinal", "_p", "absent"];
+    let leave = xlens_xspace::LeaveOut {
+        stats: &left,
+        flow_stats: false,
+    };
     let part =
-        xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, &left, xlens_xspace::Release::Lines)
+        xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)
             .unwrap();
     assert_eq!(names(&part), ["kept", "_p"]);
     assert_eq!(part.stats_left_out, 3);
@@ -1999,7 +2253,7 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
         &|_, _| {},
         4,
         0,
-        &left,
+        leave,
         xlens_xspace::Release::Lines,
     )
     .unwrap();
@@ -2047,7 +2301,7 @@ fn a_line_is_given_back_in_steps_as_it_is_read_when_asked() {
                 &|a, b| seen.lock().unwrap().push((a, b)),
                 threads,
                 0,
-                &[],
+                xlens_xspace::LeaveOut::default(),
                 release,
             )
             .unwrap();

@@ -920,12 +920,16 @@ fn flatten_line(
     let plane_pid = info.map_or(0, |x| x.pid);
     // The importer's list of flow ends stands for the stats when the events' flows are all
     // their own (no metadata flows, no `_pid`) and no other stat grouping reads can be there:
-    // then no event's stats need reading.
-    let table = ev.flows().filter(|_| {
-        tables
-            && !info.is_some_and(|x| x.md_flows)
-            && k.others.iter().all(|&key| !ev.may_have_stat(key))
-    });
+    // then no event's stats need reading. Where the importer kept flows in the list only, the
+    // list it is, and the other stats (`_pid` too) are read from the events.
+    let others = k.others.iter().any(|&key| ev.may_have_stat(key));
+    let md_flows = info.is_some_and(|x| x.md_flows);
+    let only_listed = ev.flows().is_some_and(|f| f.not_in_stats);
+    let table = ev
+        .flows()
+        .filter(|_| only_listed || (tables && !md_flows && !others));
+    // Events of a listed-only line whose `_pid` names another process than the plane's.
+    let mut pids: Vec<(u32, u64)> = Vec::new();
     let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
     debug_assert!(nest_parent.iter().all(|&x| x == NONE));
     debug_assert!(last_desc
@@ -938,25 +942,35 @@ fn flatten_line(
         let g = base + i as u32;
         let mdv = md.get(metas[i] as usize);
         let mut f = Flow::default();
-        let rare = if table.is_some() {
-            mdv.is_some_and(|x| x.0)
-        } else {
+        let read_stats = table.is_none() || others;
+        if read_stats || md_flows {
+            // (With the list, only a metadata `_pid` counts: the importer keeps flows in
+            // the stats on planes whose metadata have them.)
             if let Some(x) = mdv {
                 f = x.2;
             }
+        }
+        let rare = if read_stats {
             scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0)
+        } else {
+            mdv.is_some_and(|x| x.0)
         };
         let mut is_async = false;
         if rare {
             // The event's own stats override its metadata's.
             let mut c = mdv.map(|x| x.1).unwrap_or_default();
-            if table.is_none() {
+            if read_stats {
                 read_ctx(k, ev.stats(i), &mut c);
             }
             is_async = c.a;
             part.ctxs.push((g, c));
         }
-        if f.set != 0 {
+        if table.is_some() {
+            // Flow ends come from the list; only the process id from here.
+            if let Some(pid) = f.get(S_PID).filter(|&x| x != plane_pid) {
+                pids.push((i as u32, pid));
+            }
+        } else if f.set != 0 {
             let pid = f.get(S_PID).unwrap_or(plane_pid);
             if let (Some(t), Some(id)) = (f.get(S_PT), f.get(S_P)) {
                 let tp = part.flow_type(t, pid);
@@ -985,7 +999,11 @@ fn flatten_line(
         part.cons.reserve_exact(t.consumers.len());
         for (list, consumer) in [(&t.producers, false), (&t.consumers, true)] {
             for x in list {
-                let tp = part.flow_type(x.ty as u64, plane_pid);
+                let pid = match pids.binary_search_by_key(&x.event, |p| p.0) {
+                    Ok(at) => pids[at].1,
+                    Err(_) => plane_pid,
+                };
+                let tp = part.flow_type(x.ty as u64, pid);
                 let end = FlowEnd {
                     tp,
                     id: x.id,
@@ -2073,6 +2091,148 @@ mod tests {
         assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
         assert_eq!(a.nest_parent, b.nest_parent);
         assert_eq!(a.last_desc, b.last_desc);
+    }
+
+    /// A decode of `bytes` that keeps flow stats in the flow lists only.
+    fn flows_listed_only(bytes: &[u8]) -> Profile {
+        let leave = xlens_xspace::LeaveOut {
+            stats: &[],
+            flow_stats: true,
+        };
+        xlens_xspace::decode_leaving_out(bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)
+            .expect("decodes")
+    }
+
+    /// Flattening a read whose flows are in the lists only gives what reading every stat of a
+    /// full read gives.
+    fn assert_flattened_alike(full: &Profile, part: &Profile) {
+        let (kf, kp) = (Keys::new(full), Keys::new(part));
+        let a = flatten_with(full, &kf, false).merge();
+        let b = flatten_with(part, &kp, true).merge();
+        assert_eq!(a.flows.types, b.flows.types);
+        assert_eq!(a.flows.prods, b.flows.prods);
+        assert_eq!(a.flows.cons, b.flows.cons);
+        assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
+        assert_eq!(a.nest_parent, b.nest_parent);
+        assert_eq!(a.last_desc, b.last_desc);
+    }
+
+    #[test]
+    fn flattening_flows_listed_only_equals_reading_every_stat() {
+        // The JAX fixture: XLA op threads (flows only) and the Python thread (flows beside
+        // step roots and step numbers, read from the stats).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb"
+        );
+        let bytes = std::fs::read(path).expect("the committed JAX fixture");
+        let (full, part) = (
+            xlens_xspace::decode(&bytes).unwrap(),
+            flows_listed_only(&bytes),
+        );
+        let lines = |p: &Profile| {
+            p.planes
+                .iter()
+                .flat_map(|pl| &pl.lines)
+                .filter(|l| l.events.flows().is_some_and(|f| f.not_in_stats))
+                .count()
+        };
+        assert_eq!(lines(&full), 0);
+        assert!(lines(&part) >= 4, "{} lines", lines(&part));
+        assert_flattened_alike(&full, &part);
+
+        // Hand-made: flows on another process (`_pid`, on an event and on its metadata)
+        // beside flows of the plane's own, and a step root on the same line.
+        use xlens_proto::tensorflow::profiler as pb;
+        let stat = |id: i64, v: i64| pb::XStat {
+            metadata_id: id,
+            value: Some(pb::x_stat::Value::Int64Value(v)),
+            ..Default::default()
+        };
+        let ev = |md: i64, at: i64, dur: i64, stats: Vec<pb::XStat>| pb::XEvent {
+            metadata_id: md,
+            data: Some(pb::x_event::Data::OffsetPs(at)),
+            duration_ps: dur,
+            stats,
+            ..Default::default()
+        };
+        let names = ["_p", "_pt", "_c", "_ct", "_pid", "_r", "process_id"];
+        let mut plane = pb::XPlane {
+            id: 1,
+            name: "/host:CPU".into(),
+            ..Default::default()
+        };
+        for (i, n) in names.iter().enumerate() {
+            let id = i as i64 + 1;
+            plane.stat_metadata.insert(
+                id,
+                pb::XStatMetadata {
+                    id,
+                    name: n.to_string(),
+                    ..Default::default()
+                },
+            );
+        }
+        plane.stats.push(stat(7, 40));
+        for (id, name, stats) in [
+            (1, "step", vec![]),
+            (2, "op", vec![]),
+            (3, "far", vec![stat(5, 77)]),
+        ] {
+            plane.event_metadata.insert(
+                id,
+                pb::XEventMetadata {
+                    id,
+                    name: name.into(),
+                    stats,
+                    ..Default::default()
+                },
+            );
+        }
+        plane.lines.push(pb::XLine {
+            id: 1,
+            name: "main".into(),
+            events: vec![
+                ev(1, 0, 1000, vec![stat(6, 1), stat(1, 10), stat(2, 3)]),
+                ev(2, 10, 100, vec![stat(1, 11), stat(2, 3), stat(5, 99)]),
+                ev(3, 200, 100, vec![stat(1, 12), stat(2, 3)]),
+                ev(2, 400, 100, vec![stat(3, 10), stat(4, 3)]),
+            ],
+            ..Default::default()
+        });
+        plane.lines.push(pb::XLine {
+            id: 2,
+            name: "worker".into(),
+            events: vec![
+                ev(2, 0, 50, vec![stat(3, 11), stat(4, 3), stat(5, 99)]),
+                ev(2, 100, 50, vec![stat(3, 12), stat(4, 3), stat(5, 77)]),
+                ev(2, 300, 50, vec![stat(3, 12), stat(4, 3)]),
+                ev(2, 400, 50, vec![stat(3, 13), stat(4, 3), stat(5, 77)]),
+            ],
+            ..Default::default()
+        });
+        // No stat but flows: the process comes from the metadata alone.
+        plane.lines.push(pb::XLine {
+            id: 3,
+            name: "third".into(),
+            events: vec![ev(3, 0, 10, vec![stat(1, 13), stat(2, 3)])],
+            ..Default::default()
+        });
+        let space = pb::XSpace {
+            planes: vec![plane],
+            ..Default::default()
+        };
+        let bytes = prost::Message::encode_to_vec(&space);
+        let (full, part) = (
+            xlens_xspace::decode(&bytes).unwrap(),
+            flows_listed_only(&bytes),
+        );
+        assert_eq!(lines(&part), 3);
+        assert_flattened_alike(&full, &part);
+        // Three flow types: the plane's (40), and process 99's and 77's.
+        let kp = Keys::new(&part);
+        let b = flatten_with(&part, &kp, true).merge();
+        assert_eq!(b.flows.types.len(), 3, "{:?}", b.flows.types);
     }
 
     #[test]
