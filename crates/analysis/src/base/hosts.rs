@@ -32,12 +32,41 @@ pub struct HostStepStats {
     pub vs_hosts_percent: f64,
 }
 
+/// A time in picoseconds at one host and step, or none where the host has no such step: 8 bytes
+/// where an `Option<i64>` takes 16 (a pod's host x step matrices hold millions of them), written
+/// as a number or `null`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell(i64);
+
+impl Cell {
+    /// No value (a step the host does not have).
+    pub const NONE: Cell = Cell(i64::MIN);
+
+    /// `v`; the one value it cannot hold, `i64::MIN`, is taken as the next one up.
+    pub fn new(v: Option<i64>) -> Cell {
+        v.map_or(Cell::NONE, |x| Cell(x.max(i64::MIN + 1)))
+    }
+
+    pub fn get(self) -> Option<i64> {
+        (self != Cell::NONE).then_some(self.0)
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.get() {
+            Some(v) => s.serialize_i64(v),
+            None => s.serialize_none(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CategoryMatrix {
     pub id: &'static str,
     pub label: &'static str,
     /// `[host][step]`, `None` where the host has no such step.
-    pub ps: Vec<Vec<Option<i64>>>,
+    pub ps: Vec<Vec<Cell>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,7 +98,7 @@ pub struct AllHosts {
     /// Step names, in order of first appearance.
     pub steps: Vec<String>,
     /// `[host][step]` step time, `None` where the host has no such step.
-    pub step_time_ps: Vec<Vec<Option<i64>>>,
+    pub step_time_ps: Vec<Vec<Cell>>,
     pub categories: Vec<CategoryMatrix>,
     pub straggler_threshold_percent: f64,
     /// Slowest first; empty when no host straggles.
@@ -157,17 +186,16 @@ pub fn compare_hosts(
             }
         }
     }
-    let cell = |h: &HostSteps, f: &dyn Fn(&StepRow) -> i64| -> Vec<Option<i64>> {
-        let mut v = vec![None; steps.len()];
+    let cell = |h: &HostSteps, f: &dyn Fn(&StepRow) -> i64| -> Vec<Cell> {
+        let mut v = vec![Cell::NONE; steps.len()];
         for r in h.rows {
             if let Some(&i) = index.get(&r.name) {
-                v[i] = Some(f(r));
+                v[i] = Cell::new(Some(f(r)));
             }
         }
         v
     };
-    let step_time: Vec<Vec<Option<i64>>> =
-        with.iter().map(|h| cell(h, &|r| r.duration_ps)).collect();
+    let step_time: Vec<Vec<Cell>> = with.iter().map(|h| cell(h, &|r| r.duration_ps)).collect();
     let cats: Vec<CategoryMatrix> = categories
         .iter()
         .enumerate()
@@ -208,19 +236,18 @@ pub fn compare_hosts(
     // The other hosts' median at step `s`, leaving host `h` out: from each step's values
     // sorted once (the median of a sorted list less one value is read off, so thousands of
     // hosts cost a sort per step, not one per host and step).
-    let sorted = |m: &[Vec<Option<i64>>]| -> Vec<Vec<i64>> {
+    let sorted = |m: &[Vec<Cell>]| -> Vec<Vec<i64>> {
         (0..steps.len())
             .map(|s| {
-                let mut v: Vec<i64> = m.iter().filter_map(|row| row[s]).collect();
+                let mut v: Vec<i64> = m.iter().filter_map(|row| row[s].get()).collect();
                 v.sort_unstable();
                 v
             })
             .collect()
     };
     let step_sorted = sorted(&step_time);
-    let others = |sorted: &[i64], m: &[Vec<Option<i64>>], h: usize, s: usize| {
-        median_without(sorted, m[h][s])
-    };
+    let others =
+        |sorted: &[i64], m: &[Vec<Cell>], h: usize, s: usize| median_without(sorted, m[h][s].get());
     // Each host's slow steps: (step, excess, excess %), and how many steps were compared.
     type Slow = (Vec<(usize, i64, f64)>, usize);
     let mut slow_steps: Vec<Slow> = Vec::with_capacity(with.len());
@@ -228,8 +255,10 @@ pub fn compare_hosts(
         let mut slow = Vec::new();
         let mut compared = 0;
         for s in 0..steps.len() {
-            let (Some(t), Some(m)) = (step_time[hi][s], others(&step_sorted[s], &step_time, hi, s))
-            else {
+            let (Some(t), Some(m)) = (
+                step_time[hi][s].get(),
+                others(&step_sorted[s], &step_time, hi, s),
+            ) else {
                 continue;
             };
             compared += 1;
@@ -258,7 +287,7 @@ pub fn compare_hosts(
                     if !wanted[s] {
                         return Vec::new();
                     }
-                    let mut v: Vec<i64> = c.ps.iter().filter_map(|row| row[s]).collect();
+                    let mut v: Vec<i64> = c.ps.iter().filter_map(|row| row[s].get()).collect();
                     v.sort_unstable();
                     v
                 })
@@ -278,7 +307,8 @@ pub fn compare_hosts(
                 let ex: i64 = slow
                     .iter()
                     .map(|&(s, _, _)| {
-                        c.ps[hi][s].unwrap_or(0) - others(&sorted[s], &c.ps, hi, s).unwrap_or(0)
+                        c.ps[hi][s].get().unwrap_or(0)
+                            - others(&sorted[s], &c.ps, hi, s).unwrap_or(0)
                     })
                     .sum();
                 (c, ex / n)
@@ -374,7 +404,16 @@ mod tests {
         let r = compare_hosts(&hosts, vec!["e".into()], CATEGORIES).unwrap();
         assert_eq!(r.hosts, ["a", "b", "c", "d"]);
         assert_eq!(r.hosts_without_steps, ["e"]);
-        assert_eq!(r.step_time_ps[2], [Some(102), Some(150), Some(150)]);
+        let row: Vec<Option<i64>> = r.step_time_ps[2].iter().map(|c| c.get()).collect();
+        assert_eq!(row, [Some(102), Some(150), Some(150)]);
+        // A host without a step: no value, written as null (8 bytes a cell, not 16).
+        assert_eq!(std::mem::size_of::<Cell>(), 8);
+        assert_eq!(Cell::new(None).get(), None);
+        assert_eq!(Cell::new(Some(i64::MIN)).get(), Some(i64::MIN + 1));
+        assert_eq!(
+            serde_json::to_string(&[Cell::new(Some(-3)), Cell::NONE]).unwrap(),
+            "[-3,null]"
+        );
         assert_eq!(r.stragglers.len(), 1);
         let s = &r.stragglers[0];
         assert_eq!(s.host, "c");

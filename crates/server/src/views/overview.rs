@@ -261,7 +261,7 @@ fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
             h3 { "Host × step: step time (" (n) " hosts × " (a.steps.len()) " steps; red: slower than the step's median over hosts)" }
             (heatmap(&a.hosts, &a.steps, &a.step_time_ps, "step time"))
             @for c in &a.categories {
-                @if c.ps.iter().flatten().any(|v| v.is_some_and(|x| x > 0)) {
+                @if c.ps.iter().flatten().any(|v| v.get().is_some_and(|x| x > 0)) {
                     details {
                         summary { "Host × step: " (c.label) }
                         (heatmap(&a.hosts, &a.steps, &c.ps, c.label))
@@ -274,7 +274,12 @@ fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
 
 /// A host × step grid coloured by each cell against its step's median over the hosts (white at
 /// the median or below, red from +50%), each cell's figures in its tooltip.
-fn heatmap(hosts: &[String], steps: &[String], m: &[Vec<Option<i64>>], what: &str) -> Markup {
+fn heatmap(
+    hosts: &[String],
+    steps: &[String],
+    m: &[Vec<xlens_analysis::base::hosts::Cell>],
+    what: &str,
+) -> Markup {
     let cw = (900.0 / steps.len().max(1) as f64).clamp(2.0, 24.0);
     let ch = (600.0 / hosts.len().max(1) as f64).clamp(3.0, 18.0);
     let label = 90.0;
@@ -282,7 +287,7 @@ fn heatmap(hosts: &[String], steps: &[String], m: &[Vec<Option<i64>>], what: &st
     let h = ch * hosts.len() as f64;
     let medians: Vec<Option<i64>> = (0..steps.len())
         .map(|s| {
-            let mut v: Vec<i64> = m.iter().filter_map(|row| row[s]).collect();
+            let mut v: Vec<i64> = m.iter().filter_map(|row| row[s].get()).collect();
             v.sort_unstable();
             v.get(v.len() / 2).copied()
         })
@@ -294,7 +299,7 @@ fn heatmap(hosts: &[String], steps: &[String], m: &[Vec<Option<i64>>], what: &st
                     text x="0" y=(f1(hi as f64 * ch + ch * 0.75)) font-size=(f1(ch * 0.7)) { (host) }
                 }
                 @for (si, v) in m[hi].iter().enumerate() {
-                    @if let Some(v) = v {
+                    @if let Some(v) = &v.get() {
                         @let med = medians[si].unwrap_or(0);
                         @let ratio = if med > 0 { *v as f64 / med as f64 } else { 1.0 };
                         @let red = ((ratio - 1.0) / 0.5).clamp(0.0, 1.0);
