@@ -2147,14 +2147,12 @@ mod tests {
         let stat = |id: i64, v: i64| pb::XStat {
             metadata_id: id,
             value: Some(pb::x_stat::Value::Int64Value(v)),
-            ..Default::default()
         };
         let ev = |md: i64, at: i64, dur: i64, stats: Vec<pb::XStat>| pb::XEvent {
             metadata_id: md,
             data: Some(pb::x_event::Data::OffsetPs(at)),
             duration_ps: dur,
             stats,
-            ..Default::default()
         };
         let names = ["_p", "_pt", "_c", "_ct", "_pid", "_r", "process_id"];
         let mut plane = pb::XPlane {
