@@ -547,31 +547,13 @@ fn check_profile(p: &Profile) {
 /// id and type are there.
 fn flows_in_stats(p: &Profile, ev: &xlens_model::Events) -> xlens_model::Flows {
     let mut out = xlens_model::Flows::default();
-    let names = ["_p", "_pt", "_c", "_ct"];
-    for i in 0..ev.len() {
-        let mut v: [Option<u64>; 4] = [None; 4];
-        for s in ev.stats(i) {
-            if let Some(k) = names.iter().position(|n| p.str(s.key) == *n) {
-                v[k] = match s.value {
-                    StatValue::I64(x) => Some(x as u64),
-                    StatValue::U64(x) => Some(x),
-                    StatValue::F64(x) if x.fract() == 0.0 => Some(x as i64 as u64),
-                    _ => None,
-                };
-            }
-        }
-        for (id, ty, list) in [
-            (v[0], v[1], &mut out.producers),
-            (v[2], v[3], &mut out.consumers),
-        ] {
-            if let (Some(id), Some(ty)) = (id, ty) {
-                let ty = u32::try_from(ty).expect("a listed flow type fits 32 bits");
-                list.push(xlens_model::FlowRef {
-                    event: i as u32,
-                    ty,
-                    id,
-                });
-            }
+    for (consumer, event, ty, id) in flows_in_stats_wide(p, ev) {
+        let ty = u32::try_from(ty).expect("a listed flow type fits 32 bits");
+        let end = xlens_model::FlowRef { event, ty, id };
+        if consumer {
+            out.consumers.push(end);
+        } else {
+            out.producers.push(end);
         }
     }
     out
@@ -2105,33 +2087,22 @@ fn flow_stats_kept_in_the_flow_lists_only_when_asked() {
             .into_iter()
             .fold(Pb::new(), |pl, (id, n)| pl.msg(5, stat_md(id, n)))
     };
-    let line = Pb::new()
-        .str(2, "thread")
-        .msg(
-            4,
-            event(1, 0, 10)
-                .msg(4, stat_i64(p, 7))
-                .msg(4, stat_i64(pt, 1)),
-        )
-        .msg(
-            4,
-            event(1, 20, 10)
-                .msg(4, stat_i64(x, 3))
-                .msg(4, stat_i64(c, 7))
-                .msg(4, stat_i64(ct, 1)),
-        )
-        .msg(
-            4,
-            event(1, 40, 10)
-                .msg(4, stat_i64(p, -5))
-                .msg(4, stat_i64(pt, 2)),
-        )
-        .msg(
-            4,
-            event(1, 60, 10)
-                .msg(4, stat_i64(p, 9))
-                .msg(4, stat_i64(pt, 1 << 40)),
-        );
+    let flow_event = |at: i64, stats: &[(i64, i64)]| {
+        stats
+            .iter()
+            .fold(event(1, at, 10), |e, &(k, v)| e.msg(4, stat_i64(k, v)))
+    };
+    let events: [(i64, &[(i64, i64)]); 4] = [
+        (0, &[(p, 7), (pt, 1)]),
+        (20, &[(x, 3), (c, 7), (ct, 1)]),
+        (40, &[(p, -5), (pt, 2)]),
+        (60, &[(p, 9), (pt, 1 << 40)]),
+    ];
+    let line = events
+        .into_iter()
+        .fold(Pb::new().str(2, "thread"), |l, (at, st)| {
+            l.msg(4, flow_event(at, st))
+        });
     let one = stats_md()
         .str(2, "/host:CPU")
         .msg(4, event_md(1, "a"))

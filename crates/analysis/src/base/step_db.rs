@@ -2187,35 +2187,31 @@ mod tests {
                 },
             );
         }
-        plane.lines.push(pb::XLine {
-            id: 1,
-            name: "main".into(),
-            events: vec![
-                ev(1, 0, 1000, vec![stat(6, 1), stat(1, 10), stat(2, 3)]),
-                ev(2, 10, 100, vec![stat(1, 11), stat(2, 3), stat(5, 99)]),
-                ev(3, 200, 100, vec![stat(1, 12), stat(2, 3)]),
-                ev(2, 400, 100, vec![stat(3, 10), stat(4, 3)]),
-            ],
+        let line = |id: i64, name: &str, events: Vec<pb::XEvent>| pb::XLine {
+            id,
+            name: name.into(),
+            events,
             ..Default::default()
-        });
-        plane.lines.push(pb::XLine {
-            id: 2,
-            name: "worker".into(),
-            events: vec![
-                ev(2, 0, 50, vec![stat(3, 11), stat(4, 3), stat(5, 99)]),
-                ev(2, 100, 50, vec![stat(3, 12), stat(4, 3), stat(5, 77)]),
-                ev(2, 300, 50, vec![stat(3, 12), stat(4, 3)]),
-                ev(2, 400, 50, vec![stat(3, 13), stat(4, 3), stat(5, 77)]),
-            ],
-            ..Default::default()
-        });
+        };
+        let main = vec![
+            ev(1, 0, 1000, vec![stat(6, 1), stat(1, 10), stat(2, 3)]),
+            ev(2, 10, 100, vec![stat(1, 11), stat(2, 3), stat(5, 99)]),
+            ev(3, 200, 100, vec![stat(1, 12), stat(2, 3)]),
+            ev(2, 400, 100, vec![stat(3, 10), stat(4, 3)]),
+        ];
+        let worker = vec![
+            ev(2, 0, 50, vec![stat(3, 11), stat(4, 3), stat(5, 99)]),
+            ev(2, 100, 50, vec![stat(3, 12), stat(4, 3), stat(5, 77)]),
+            ev(2, 300, 50, vec![stat(3, 12), stat(4, 3)]),
+            ev(2, 400, 50, vec![stat(3, 13), stat(4, 3), stat(5, 77)]),
+        ];
         // No stat but flows: the process comes from the metadata alone.
-        plane.lines.push(pb::XLine {
-            id: 3,
-            name: "third".into(),
-            events: vec![ev(3, 0, 10, vec![stat(1, 13), stat(2, 3)])],
-            ..Default::default()
-        });
+        let third = vec![ev(3, 0, 10, vec![stat(1, 13), stat(2, 3)])];
+        plane.lines = vec![
+            line(1, "main", main),
+            line(2, "worker", worker),
+            line(3, "third", third),
+        ];
         let space = pb::XSpace {
             planes: vec![plane],
             ..Default::default()
