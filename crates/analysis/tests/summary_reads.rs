@@ -114,16 +114,25 @@ fn a_summary_counts_the_memory_it_holds() {
     let p = load_host_for(h, Reads::Summary).expect("summary read");
     let mut sum = HostSummary::of(&s.name, h, &Analysis::new(p.into()));
     assert!(!sum.steps.is_empty() && !sum.ops.is_empty());
-    // At least every string's bytes and every row.
-    let text: usize = sum
+    // At least every string's bytes (a shared one once) and every row.
+    let mut distinct: Vec<&str> = sum
         .ops
         .iter()
-        .map(|o| o.program.len() + o.name.len() + o.category.len())
-        .chain(sum.steps.iter().map(|r| r.name.len()))
-        .sum();
+        .flat_map(|o| [&*o.program, &*o.category])
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let text: usize = distinct.iter().map(|t| t.len()).sum::<usize>()
+        + sum.ops.iter().map(|o| o.name.len()).sum::<usize>()
+        + sum.steps.iter().map(|r| r.name.len()).sum::<usize>();
     let before = sum.heap_bytes();
     assert!(before > text + sum.ops.len() * 64, "{before} for {text}");
-    // One more op: its row's room, then exactly its strings' capacities.
+    // The ops of one program share its name, those of one category its text.
+    let programs: std::collections::HashSet<*const u8> =
+        sum.ops.iter().map(|o| o.program.as_ptr()).collect();
+    assert!(programs.len() < distinct.len() && distinct.len() < sum.ops.len());
+    // One more op: its row's room, then exactly its name's capacity and the bytes of a text
+    // not shared with any op before (16 for the counts of its `Arc`); its category is shared.
     let cap = sum.ops.capacity();
     sum.ops.reserve_exact(1);
     let grown = sum.heap_bytes();
@@ -132,11 +141,16 @@ fn a_summary_counts_the_memory_it_holds() {
         (sum.ops.capacity() - cap) * std::mem::size_of_val(&sum.ops[0])
     );
     let mut op = sum.ops[0].clone();
-    (op.program, op.name, op.category) = (
-        String::with_capacity(10),
-        String::with_capacity(200),
-        String::with_capacity(3000),
-    );
+    (op.program, op.name) = ("a new program".into(), String::with_capacity(200));
     sum.ops.push(op);
-    assert_eq!(sum.heap_bytes() - grown, 3210);
+    assert_eq!(sum.heap_bytes() - grown, 16 + 13 + 200);
+    // The same text again, not shared: counted again, as it takes memory again.
+    let mut op = sum.ops[0].clone();
+    op.category = std::sync::Arc::from(&*sum.ops[0].category);
+    op.name = String::new();
+    let third = sum.heap_bytes();
+    let extra = 16 + op.category.len();
+    sum.ops.push(op);
+    let row = (sum.ops.capacity() - cap - 1) * std::mem::size_of_val(&sum.ops[0]);
+    assert_eq!(sum.heap_bytes() - third, extra + row);
 }

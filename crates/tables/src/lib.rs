@@ -19,7 +19,9 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use xlens_analysis::base::step_db::{StepRow, CATEGORIES};
-use xlens_analysis::base::summary::{HostSummary, ModuleSummary, OpSummary, SUMMARY_VERSION};
+use xlens_analysis::base::summary::{
+    HostSummary, ModuleSummary, OpSummary, SharedText, SUMMARY_VERSION,
+};
 
 /// The tables, in the order [`to_parquet`] returns them.
 pub const TABLES: [&str; 6] = [
@@ -451,7 +453,7 @@ pub fn from_parquet(
             text(name, i),
             begin.value(i),
             dur.value(i),
-            vec![0; CATEGORIES.len()],
+            [0; CATEGORIES.len()],
         ));
     }
 
@@ -496,11 +498,12 @@ pub fn from_parquet(
         col::<Float64Array>(&b, t, "flops")?,
         col::<Float64Array>(&b, t, "bytes_accessed")?,
     );
+    let mut shared = SharedText::default();
     s.ops = (0..b.num_rows())
         .map(|i| OpSummary {
-            program: text(program, i),
+            program: shared.get(program.value(i)),
             name: text(op, i),
-            category: text(cat, i),
+            category: shared.get(cat.value(i)),
             occurrences: occ.value(i),
             total_time_ps: total.value(i),
             self_time_ps: selft.value(i),

@@ -364,7 +364,7 @@ mod tests {
     use crate::base::step_db::CATEGORIES;
 
     fn row(name: &str, dur: i64, compute: i64) -> StepRow {
-        let mut breakdown = vec![0; CATEGORIES.len()];
+        let mut breakdown = [0; CATEGORIES.len()];
         breakdown[0] = compute;
         breakdown[CATEGORIES.len() - 1] = dur - compute;
         StepRow {
@@ -373,7 +373,6 @@ mod tests {
             begin_ps: 0,
             duration_ps: dur,
             breakdown_ps: breakdown,
-            type_ps: [0; 18],
         }
     }
 

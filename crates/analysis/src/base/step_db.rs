@@ -63,8 +63,11 @@ pub struct Category {
     pub types: &'static [EventType],
 }
 
+/// The number of [`CATEGORIES`].
+pub const N_CATEGORIES: usize = 9;
+
 /// The breakdown columns, in XProf's order (generic CPU/GPU step table).
-pub const CATEGORIES: &[Category] = &[
+pub const CATEGORIES: &[Category; N_CATEGORIES] = &[
     Category {
         id: "device_compute",
         label: "Device compute",
@@ -134,10 +137,9 @@ pub struct StepRow {
     pub name: String,
     pub begin_ps: i64,
     pub duration_ps: i64,
-    /// Picoseconds per [`CATEGORIES`] entry, in that order.
-    pub breakdown_ps: Vec<i64>,
-    #[serde(skip)]
-    pub type_ps: [i64; N_TYPES],
+    /// Picoseconds per [`CATEGORIES`] entry, in that order (held in the row: a pod's summaries
+    /// keep millions of steps).
+    pub breakdown_ps: [i64; N_CATEGORIES],
 }
 
 impl StepRow {
@@ -147,7 +149,7 @@ impl StepRow {
         name: String,
         begin_ps: i64,
         duration_ps: i64,
-        breakdown_ps: Vec<i64>,
+        breakdown_ps: [i64; N_CATEGORIES],
     ) -> StepRow {
         StepRow {
             group_id,
@@ -155,13 +157,19 @@ impl StepRow {
             begin_ps,
             duration_ps,
             breakdown_ps,
-            type_ps: [0; N_TYPES],
         }
     }
+}
 
-    pub fn ps_of(&self, types: &[EventType]) -> i64 {
-        types.iter().map(|t| self.type_ps[*t as usize]).sum()
-    }
+/// A step's breakdown ([`CATEGORIES`]) from its time per event type.
+fn breakdown_of(type_ps: &[i64; N_TYPES]) -> [i64; N_CATEGORIES] {
+    std::array::from_fn(|i| {
+        CATEGORIES[i]
+            .types
+            .iter()
+            .map(|t| type_ps[*t as usize])
+            .sum()
+    })
 }
 
 /// Mean, sample standard deviation, min and max (XProf's `Stat<double>`), in ps.
@@ -1798,16 +1806,13 @@ fn build_rows(ev: Vec<(i64, StepEvents)>, has_device: bool) -> Vec<StepRow> {
         if !well || e - b == 0 {
             continue;
         }
-        let mut row = StepRow {
+        rows.push(StepRow {
             group_id: gid,
             name: sd.name.unwrap_or_else(|| gid.to_string()),
             begin_ps: b,
             duration_ps: e - b,
-            breakdown_ps: Vec::new(),
-            type_ps,
-        };
-        row.breakdown_ps = CATEGORIES.iter().map(|c| row.ps_of(c.types)).collect();
-        rows.push(row);
+            breakdown_ps: breakdown_of(&type_ps),
+        });
     }
     rows
 }
@@ -1953,16 +1958,13 @@ fn tpu_steps(p: &Profile, mut notes: Vec<String>) -> StepDb {
         .map(|(i, (name, b, d))| {
             let mut type_ps = [0i64; N_TYPES];
             type_ps[0] = d;
-            let mut r = StepRow {
+            StepRow {
                 group_id: i as i64,
                 name,
                 begin_ps: b,
                 duration_ps: d,
-                breakdown_ps: Vec::new(),
-                type_ps,
-            };
-            r.breakdown_ps = CATEGORIES.iter().map(|c| r.ps_of(c.types)).collect();
-            r
+                breakdown_ps: breakdown_of(&type_ps),
+            }
         })
         .collect();
     StepDb {

@@ -7,6 +7,9 @@
 //! profile. [`hosts_report`] then compares the hosts from their summaries only, so a second open
 //! reads the summaries (cached as Parquet by the `xlens-tables` crate) and decodes nothing.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::base::align::HostClock;
@@ -27,14 +30,33 @@ pub const MEMORY_SPACE: i64 = 0;
 /// One HLO op of one host, as [`crate::base::hlo_ops`] measures it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct OpSummary {
-    pub program: String,
+    /// Shared by the host's ops of one program ([`SharedText`]).
+    pub program: Arc<str>,
     pub name: String,
-    pub category: String,
+    /// Shared by the host's ops of one category ([`SharedText`]).
+    pub category: Arc<str>,
     pub occurrences: u64,
     pub total_time_ps: i64,
     pub self_time_ps: i64,
     pub flops: f64,
     pub bytes_accessed: f64,
+}
+
+/// One copy of each distinct text, handed out to every op that has it: a host's hundreds of ops
+/// share a few program names and categories, which as strings of their own took an allocation
+/// each (at 256 hosts, a tenth of what the summaries held).
+#[derive(Debug, Default)]
+pub struct SharedText(HashSet<Arc<str>>);
+
+impl SharedText {
+    pub fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.0.insert(a.clone());
+        a
+    }
 }
 
 /// One HLO module's heap peak in [`MEMORY_SPACE`] (the memory viewer's figures).
@@ -90,6 +112,7 @@ impl HostSummary {
         // Not the cached full table: the summary keeps no HLO text.
         let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
         let p = a.profile();
+        let mut shared = SharedText::default();
         HostSummary {
             session: session.to_string(),
             host: file.host.clone(),
@@ -104,26 +127,14 @@ impl HostSummary {
             span_ps: p.span(),
             dropped_edges: db.dropped_edges,
             collective_ends: crate::base::align::collective_ends(p, &db.steps_all),
-            steps: db
-                .steps_all
-                .iter()
-                .map(|r| {
-                    StepRow::from_breakdown(
-                        r.group_id,
-                        r.name.clone(),
-                        r.begin_ps,
-                        r.duration_ps,
-                        r.breakdown_ps.clone(),
-                    )
-                })
-                .collect(),
+            steps: db.steps_all.clone(),
             ops: ops
                 .ops
                 .iter()
                 .map(|o| OpSummary {
-                    program: o.program.clone(),
+                    program: shared.get(&o.program),
                     name: o.name.clone(),
-                    category: o.category.clone(),
+                    category: shared.get(&o.category),
                     occurrences: o.occurrences,
                     total_time_ps: o.total_time_ps,
                     self_time_ps: o.self_time_ps,
@@ -152,15 +163,20 @@ impl HostSummary {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let text = |s: &String| s.capacity();
-        let steps: usize = self
-            .steps
-            .iter()
-            .map(|r| text(&r.name) + r.breakdown_ps.capacity() * size_of::<i64>())
-            .sum();
+        let steps: usize = self.steps.iter().map(|r| text(&r.name)).sum();
+        // A shared text once: its counts and its bytes.
+        let mut seen: HashSet<*const u8> = HashSet::new();
+        let mut shared = |t: &Arc<str>| {
+            if seen.insert(t.as_ptr()) {
+                2 * size_of::<usize>() + t.len()
+            } else {
+                0
+            }
+        };
         let ops: usize = self
             .ops
             .iter()
-            .map(|o| text(&o.program) + text(&o.name) + text(&o.category))
+            .map(|o| shared(&o.program) + text(&o.name) + shared(&o.category))
             .sum();
         let modules: usize = self.modules.iter().map(|m| text(&m.module)).sum();
         let ends: usize = self.collective_ends.iter().map(|e| text(&e.0)).sum();
@@ -338,7 +354,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
             s.ops.iter().map(move |o| {
                 (
                     l.as_str(),
-                    o.program.as_str(),
+                    &*o.program,
                     o.name.as_str(),
                     o.total_time_ps as f64 / 1e6,
                 )
@@ -348,13 +364,9 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
     );
     let op_categories = crate::base::hosts::categories_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
-            s.ops.iter().map(move |o| {
-                (
-                    l.as_str(),
-                    o.category.as_str(),
-                    o.total_time_ps as f64 / 1e6,
-                )
-            })
+            s.ops
+                .iter()
+                .map(move |o| (l.as_str(), &*o.category, o.total_time_ps as f64 / 1e6))
         }),
         "total_time µs",
     );
