@@ -138,7 +138,8 @@ fn summarize_one(
 }
 
 /// Every host of `sessions` summarised on `jobs` threads, in order. From here on the process
-/// keeps freed big blocks for the next host ([`crate::alloc::keep_freed_blocks`]).
+/// keeps freed big blocks for the next host ([`crate::alloc::keep_freed_blocks`]) and gives them
+/// back at the end ([`crate::alloc::give_back_kept_blocks`]).
 pub fn summarize(
     sessions: &[Session],
     jobs: usize,
@@ -153,7 +154,8 @@ pub fn summarize(
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<(HostSummary, HostTiming)>>> =
         Mutex::new((0..work.len()).map(|_| None).collect());
-    let worker = || loop {
+    let jobs = jobs.clamp(1, work.len().max(1));
+    let work_on = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some((s, h)) = work.get(i) else { break };
         let t = Instant::now();
@@ -179,13 +181,21 @@ pub fn summarize(
             o[i] = Some((summary, timing));
         }
     };
-    let jobs = jobs.clamp(1, work.len().max(1));
+    // With several hosts at once, each host's decode and analysis stay on its worker's thread:
+    // their helper threads would only compete with the other hosts for the same cores.
+    let worker = || {
+        xlens_model::threads::one_per_profile(jobs > 1);
+        work_on();
+        xlens_model::threads::one_per_profile(false);
+    };
     std::thread::scope(|sc| {
         for _ in 1..jobs {
             sc.spawn(worker);
         }
         worker();
     });
+    // Every host is decoded: what comes next (the report) has no use for pages kept for them.
+    crate::alloc::give_back_kept_blocks();
     out.into_inner()
         .unwrap_or_default()
         .into_iter()

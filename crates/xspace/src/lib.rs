@@ -64,9 +64,7 @@ pub fn decode_with(
     bytes: &[u8],
     consumed: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Profile, DecodeError> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let threads = xlens_model::threads::available();
     decode_inner(
         bytes,
         consumed,
@@ -86,9 +84,7 @@ pub fn decode_leaving_out(
     leave: LeaveOut<'_>,
     release: Release<'_>,
 ) -> Result<Profile, DecodeError> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let threads = xlens_model::threads::available();
     decode_options(bytes, consumed, threads, PARALLEL_MIN_BYTES, leave, release)
 }
 

@@ -3,7 +3,8 @@
 use std::sync::Mutex;
 
 /// Runs `a` on another thread and `b` on this one, and returns both results. On a single-core
-/// machine, or when no thread can be started, both run here, one after the other. A panic in `a`
+/// machine, on a thread that keeps its profile's work ([`xlens_model::threads`]), or when no
+/// thread can be started, both run here, one after the other. A panic in `a`
 /// is passed on to the caller, as if `a` had run here.
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
@@ -11,7 +12,7 @@ where
     B: FnOnce() -> RB,
     RA: Send,
 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = xlens_model::threads::available();
     if cores < 2 {
         return (a(), b());
     }
