@@ -7,7 +7,7 @@ mod common;
 
 use xlens_analysis::base::context::Analysis;
 use xlens_analysis::base::load::{load_host_for, Reads, SUMMARY_UNUSED_STATS};
-use xlens_analysis::base::summary::HostSummary;
+use xlens_analysis::base::summary::{heap_bytes_of_all, HostSummary, SharedText};
 use xlens_model::Profile;
 
 /// Every stat of every event, by name and value (as text), in order; without flow stats on the
@@ -141,16 +141,63 @@ fn a_summary_counts_the_memory_it_holds() {
         (sum.ops.capacity() - cap) * std::mem::size_of_val(&sum.ops[0])
     );
     let mut op = sum.ops[0].clone();
-    (op.program, op.name) = ("a new program".into(), String::with_capacity(200));
+    (op.program, op.name) = ("a new program".into(), "n".repeat(200).into());
     sum.ops.push(op);
-    assert_eq!(sum.heap_bytes() - grown, 16 + 13 + 200);
+    assert_eq!(sum.heap_bytes() - grown, (16 + 13) + (16 + 200));
     // The same text again, not shared: counted again, as it takes memory again.
     let mut op = sum.ops[0].clone();
     op.category = std::sync::Arc::from(&*sum.ops[0].category);
-    op.name = String::new();
     let third = sum.heap_bytes();
     let extra = 16 + op.category.len();
     sum.ops.push(op);
     let row = (sum.ops.capacity() - cap - 1) * std::mem::size_of_val(&sum.ops[0]);
     assert_eq!(sum.heap_bytes() - third, extra + row);
+}
+
+#[test]
+fn the_hosts_of_a_run_share_their_ops_texts_and_count_them_once() {
+    let sessions =
+        xlens_store::discover(&common::root().join("fixtures/logdir")).expect("sessions");
+    let s = sessions
+        .iter()
+        .find(|s| s.name == "jax_mlp_small")
+        .expect("the JAX fixture");
+    let h = &s.hosts[0];
+    let summarize = |shared: &SharedText| {
+        let p = load_host_for(h, Reads::Summary).expect("summary read");
+        HostSummary::of_sharing(&s.name, h, &Analysis::new(p.into()), shared)
+    };
+    // Two hosts of one run (the same file twice) through one `SharedText`.
+    let shared = SharedText::default();
+    let (a, b) = (summarize(&shared), summarize(&shared));
+    // The same summaries as made on their own ...
+    let alone = HostSummary::of(
+        &s.name,
+        h,
+        &Analysis::new(load_host_for(h, Reads::Summary).expect("read").into()),
+    );
+    assert!(a == alone && b == alone);
+    // ... whose op texts are one copy for both hosts,
+    assert!(a
+        .ops
+        .iter()
+        .zip(&b.ops)
+        .all(|(x, y)| std::sync::Arc::ptr_eq(&x.name, &y.name)
+            && std::sync::Arc::ptr_eq(&x.program, &y.program)
+            && std::sync::Arc::ptr_eq(&x.category, &y.category)));
+    // counted once in all: the second host adds its own rows and strings only.
+    let texts: usize = {
+        let mut t: Vec<&str> = a
+            .ops
+            .iter()
+            .flat_map(|o| [&*o.name, &*o.program, &*o.category])
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t.iter().map(|x| 16 + x.len()).sum()
+    };
+    let (ha, hb) = (a.heap_bytes(), b.heap_bytes());
+    let both = [a, b];
+    assert_eq!(heap_bytes_of_all(&both), ha + hb - texts);
+    assert_eq!(heap_bytes_of_all(&both[..1]), ha);
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use xlens_analysis::base::context::Analysis;
-use xlens_analysis::base::summary::{HostSummary, SUMMARY_VERSION};
+use xlens_analysis::base::summary::{HostSummary, SharedText, SUMMARY_VERSION};
 use xlens_store::{HostFile, Session};
 
 /// Sessions whose files were written within this many seconds of each other may be one
@@ -68,9 +68,13 @@ impl SummaryCache {
         format!("{:016x}", h.finish())
     }
 
-    fn get(&self, file: &HostFile, session: &Session) -> Option<HostSummary> {
+    fn get(&self, file: &HostFile, session: &Session, shared: &SharedText) -> Option<HostSummary> {
         let d = self.dir.as_ref()?.join(Self::key(file, session));
-        xlens_tables::from_parquet(|t| std::fs::read(d.join(format!("{t}.parquet")))).ok()
+        xlens_tables::from_parquet_sharing(
+            |t| std::fs::read(d.join(format!("{t}.parquet"))),
+            shared,
+        )
+        .ok()
     }
 
     /// The cached Parquet file of `table` for this host, when there is one.
@@ -111,8 +115,9 @@ fn summarize_one(
     session: &Session,
     file: &HostFile,
     cache: &SummaryCache,
+    shared: &SharedText,
 ) -> (HostSummary, Source, u64) {
-    if let Some(s) = cache.get(file, session) {
+    if let Some(s) = cache.get(file, session, shared) {
         return (s, Source::Cached, 0);
     }
     let mut left_out = 0;
@@ -126,7 +131,7 @@ fn summarize_one(
         Ok(p) => {
             left_out = p.stats_left_out;
             let a = Analysis::new(std::sync::Arc::new(p));
-            HostSummary::of(&session.name, file, &a)
+            HostSummary::of_sharing(&session.name, file, &a, shared)
         }
         Err(e) => HostSummary::failed(&session.name, file, e.to_string()),
     };
@@ -155,11 +160,13 @@ pub fn summarize(
     let out: Mutex<Vec<Option<(HostSummary, HostTiming)>>> =
         Mutex::new((0..work.len()).map(|_| None).collect());
     let jobs = jobs.clamp(1, work.len().max(1));
+    // The hosts of a run mostly have the same ops: their texts are kept once for all.
+    let shared = SharedText::default();
     let work_on = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some((s, h)) = work.get(i) else { break };
         let t = Instant::now();
-        let (summary, source, stats_left_out) = summarize_one(s, h, cache);
+        let (summary, source, stats_left_out) = summarize_one(s, h, cache, &shared);
         if one_at_a_time && source == Source::Decoded {
             // One host at a time is the bounded-memory way: the C heap's free pages left by
             // this host go back before the next host's peak (207 MB hosts: 8 of them peak at

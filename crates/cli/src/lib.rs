@@ -856,7 +856,7 @@ fn hosts_command(
     // The figures the memory bound is stated in (peak RSS under twice the largest host file
     // plus the summaries, with one host decoded at a time).
     let largest = summaries.iter().map(|s| s.file_bytes).max().unwrap_or(0);
-    let held: usize = summaries.iter().map(|s| s.heap_bytes()).sum();
+    let held = xlens_analysis::base::summary::heap_bytes_of_all(&summaries);
     eprintln!(
         "xlens: largest host file {:.1} MB; the summaries hold {:.1} MB",
         largest as f64 / 1e6,

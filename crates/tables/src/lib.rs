@@ -379,7 +379,16 @@ fn text(a: &StringArray, i: usize) -> String {
 
 /// A summary back from its tables' Parquet files (`read(table)` gives the bytes of each).
 pub fn from_parquet(
+    read: impl FnMut(&'static str) -> std::io::Result<Vec<u8>>,
+) -> Result<HostSummary, TablesError> {
+    from_parquet_sharing(read, &SharedText::default())
+}
+
+/// [`from_parquet`], the ops' texts taken from (and added to) `shared`, as the other hosts of
+/// a run read back do.
+pub fn from_parquet_sharing(
     mut read: impl FnMut(&'static str) -> std::io::Result<Vec<u8>>,
+    shared: &SharedText,
 ) -> Result<HostSummary, TablesError> {
     let io = |table: &'static str, e: std::io::Error| TablesError::Shape {
         table,
@@ -498,11 +507,10 @@ pub fn from_parquet(
         col::<Float64Array>(&b, t, "flops")?,
         col::<Float64Array>(&b, t, "bytes_accessed")?,
     );
-    let mut shared = SharedText::default();
     s.ops = (0..b.num_rows())
         .map(|i| OpSummary {
             program: shared.get(program.value(i)),
-            name: text(op, i),
+            name: shared.get(op.value(i)),
             category: shared.get(cat.value(i)),
             occurrences: occ.value(i),
             total_time_ps: total.value(i),

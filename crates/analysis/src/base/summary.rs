@@ -8,7 +8,7 @@
 //! reads the summaries (cached as Parquet by the `xlens-tables` crate) and decodes nothing.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -30,10 +30,9 @@ pub const MEMORY_SPACE: i64 = 0;
 /// One HLO op of one host, as [`crate::base::hlo_ops`] measures it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct OpSummary {
-    /// Shared by the host's ops of one program ([`SharedText`]).
+    /// Texts shared with the other ops (and hosts) that have them ([`SharedText`]).
     pub program: Arc<str>,
-    pub name: String,
-    /// Shared by the host's ops of one category ([`SharedText`]).
+    pub name: Arc<str>,
     pub category: Arc<str>,
     pub occurrences: u64,
     pub total_time_ps: i64,
@@ -42,21 +41,31 @@ pub struct OpSummary {
     pub bytes_accessed: f64,
 }
 
-/// One copy of each distinct text, handed out to every op that has it: a host's hundreds of ops
-/// share a few program names and categories, which as strings of their own took an allocation
-/// each (at 256 hosts, a tenth of what the summaries held).
+/// One copy of each distinct text, handed out to every op that has it, across the hosts of a run:
+/// a host's hundreds of ops share a few program names and categories, and the hosts of one run
+/// mostly have the same ops (64 hosts of the GPU sample: 1,355 kernels each, 861 KB of names,
+/// the same on every host), which as strings of their own took an allocation and a copy each.
+/// Several threads may share one.
 #[derive(Debug, Default)]
-pub struct SharedText(HashSet<Arc<str>>);
+pub struct SharedText(Mutex<HashSet<Arc<str>>>);
 
 impl SharedText {
-    pub fn get(&mut self, s: &str) -> Arc<str> {
-        if let Some(a) = self.0.get(s) {
+    pub fn get(&self, s: &str) -> Arc<str> {
+        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = set.get(s) {
             return a.clone();
         }
         let a: Arc<str> = Arc::from(s);
-        self.0.insert(a.clone());
+        set.insert(a.clone());
         a
     }
+}
+
+/// Bytes of memory `summaries` hold together: [`HostSummary::heap_bytes`] of each, a text they
+/// share counted once in all.
+pub fn heap_bytes_of_all(summaries: &[HostSummary]) -> usize {
+    let mut seen = HashSet::new();
+    summaries.iter().map(|s| s.heap_bytes_seen(&mut seen)).sum()
 }
 
 /// One HLO module's heap peak in [`MEMORY_SPACE`] (the memory viewer's figures).
@@ -105,6 +114,16 @@ pub struct HostSummary {
 impl HostSummary {
     /// Reduces one host's analysis to its summary.
     pub fn of(session: &str, file: &HostFile, a: &Analysis) -> HostSummary {
+        Self::of_sharing(session, file, a, &SharedText::default())
+    }
+
+    /// [`HostSummary::of`], its texts taken from (and added to) `shared`.
+    pub fn of_sharing(
+        session: &str,
+        file: &HostFile,
+        a: &Analysis,
+        shared: &SharedText,
+    ) -> HostSummary {
         let dev = a.device();
         // Steps and op metrics side by side (the step grouping's sequential part beside the
         // op lines).
@@ -112,7 +131,6 @@ impl HostSummary {
         // Not the cached full table: the summary keeps no HLO text.
         let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
         let p = a.profile();
-        let mut shared = SharedText::default();
         HostSummary {
             session: session.to_string(),
             host: file.host.clone(),
@@ -133,7 +151,7 @@ impl HostSummary {
                 .iter()
                 .map(|o| OpSummary {
                     program: shared.get(&o.program),
-                    name: o.name.clone(),
+                    name: shared.get(&o.name),
                     category: shared.get(&o.category),
                     occurrences: o.occurrences,
                     total_time_ps: o.total_time_ps,
@@ -159,13 +177,20 @@ impl HostSummary {
     }
 
     /// Bytes of memory the summary holds (its strings' and lists' heap, and itself): what
-    /// `xlens hosts` keeps per host once the host's profile is dropped.
+    /// `xlens hosts` keeps per host once the host's profile is dropped. A text it shares
+    /// ([`SharedText`]) counts once, however many of its ops have it; for many summaries that
+    /// share texts with each other, [`heap_bytes_of_all`] counts each once in all.
     pub fn heap_bytes(&self) -> usize {
+        self.heap_bytes_seen(&mut HashSet::new())
+    }
+
+    /// [`HostSummary::heap_bytes`], counting only the shared texts not in `seen` (and adding
+    /// them to it).
+    fn heap_bytes_seen(&self, seen: &mut HashSet<*const u8>) -> usize {
         use std::mem::size_of;
         let text = |s: &String| s.capacity();
         let steps: usize = self.steps.iter().map(|r| text(&r.name)).sum();
         // A shared text once: its counts and its bytes.
-        let mut seen: HashSet<*const u8> = HashSet::new();
         let mut shared = |t: &Arc<str>| {
             if seen.insert(t.as_ptr()) {
                 2 * size_of::<usize>() + t.len()
@@ -176,7 +201,7 @@ impl HostSummary {
         let ops: usize = self
             .ops
             .iter()
-            .map(|o| shared(&o.program) + text(&o.name) + shared(&o.category))
+            .map(|o| shared(&o.program) + shared(&o.name) + shared(&o.category))
             .sum();
         let modules: usize = self.modules.iter().map(|m| text(&m.module)).sum();
         let ends: usize = self.collective_ends.iter().map(|e| text(&e.0)).sum();
@@ -355,7 +380,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
                 (
                     l.as_str(),
                     &*o.program,
-                    o.name.as_str(),
+                    &*o.name,
                     o.total_time_ps as f64 / 1e6,
                 )
             })
