@@ -102,14 +102,18 @@ fn summaries_from_a_read_without_unused_stats_equal_full_reads() {
     );
 }
 
+/// The session of the committed JAX profile.
+fn jax_fixture() -> xlens_store::Session {
+    xlens_store::discover(&common::root().join("fixtures/logdir"))
+        .expect("sessions")
+        .into_iter()
+        .find(|s| s.name == "jax_mlp_small")
+        .expect("the JAX fixture")
+}
+
 #[test]
 fn a_summary_counts_the_memory_it_holds() {
-    let sessions =
-        xlens_store::discover(&common::root().join("fixtures/logdir")).expect("sessions");
-    let s = sessions
-        .iter()
-        .find(|s| s.name == "jax_mlp_small")
-        .expect("the JAX fixture");
+    let s = jax_fixture();
     let h = &s.hosts[0];
     let p = load_host_for(h, Reads::Summary).expect("summary read");
     let mut sum = HostSummary::of(&s.name, h, &Analysis::new(p.into()));
@@ -156,12 +160,7 @@ fn a_summary_counts_the_memory_it_holds() {
 
 #[test]
 fn the_hosts_of_a_run_share_their_ops_texts_and_count_them_once() {
-    let sessions =
-        xlens_store::discover(&common::root().join("fixtures/logdir")).expect("sessions");
-    let s = sessions
-        .iter()
-        .find(|s| s.name == "jax_mlp_small")
-        .expect("the JAX fixture");
+    let s = jax_fixture();
     let h = &s.hosts[0];
     let summarize = |shared: &SharedText| {
         let p = load_host_for(h, Reads::Summary).expect("summary read");
