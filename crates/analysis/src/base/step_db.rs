@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 use std::collections::VecDeque;
-use xlens_model::{Profile, StatValue, StrId};
+use xlens_model::{FlowRef, Profile, StatValue, StrId};
 
 use crate::base::device::{device_planes, DeviceKind};
 
@@ -460,19 +460,93 @@ impl FlowEnd {
 
 /// Flow producers (sorted) and consumers (in event order) of the whole profile.
 #[derive(Default)]
-struct Flows {
+struct Flows<'a> {
     /// (flow type, process id) of each `tp`.
     types: Vec<(u64, u64)>,
     prods: Vec<FlowEnd>,
     /// Per line, in line order (the lines' own lists, not copied into one: megabytes of fresh
     /// memory on large profiles).
-    cons: Vec<Vec<FlowEnd>>,
+    cons: Vec<LineCons<'a>>,
 }
 
-impl Flows {
+impl Flows<'_> {
     /// The consumers, in event order.
-    fn consumers(&self) -> impl Iterator<Item = &FlowEnd> + Clone {
-        self.cons.iter().flatten()
+    fn consumers(&self) -> impl Iterator<Item = FlowEnd> + Clone + '_ {
+        self.cons.iter().flat_map(|c| {
+            let (owned, listed): (&[FlowEnd], Option<&ListedCons<'_>>) = match c {
+                LineCons::Found(v) => (v, None),
+                LineCons::Listed(l) => (&[], Some(l)),
+            };
+            owned.iter().copied().chain(
+                listed
+                    .into_iter()
+                    .flat_map(|l| l.refs.iter().map(move |x| l.end(x))),
+            )
+        })
+    }
+
+    fn consumer_count(&self) -> usize {
+        self.cons
+            .iter()
+            .map(|c| match c {
+                LineCons::Found(v) => v.len(),
+                LineCons::Listed(l) => l.refs.len(),
+            })
+            .sum()
+    }
+}
+
+/// One line's flow consumers: found in the events' stats, or the importer's list of the line's
+/// flow ends, read where it is (on a JAX CPU profile of 207 MB, 1.5 million consumers: 23 MB
+/// that copying them took at the grouping's peak).
+enum LineCons<'a> {
+    Found(Vec<FlowEnd>),
+    Listed(ListedCons<'a>),
+}
+
+impl Default for LineCons<'_> {
+    fn default() -> Self {
+        LineCons::Found(Vec::new())
+    }
+}
+
+/// A line's listed consumers, and what makes each a [`FlowEnd`].
+struct ListedCons<'a> {
+    refs: &'a [FlowRef],
+    /// The line's first global event id.
+    base: u32,
+    plane_pid: u64,
+    /// Events whose `_pid` names another process than the plane's, by event.
+    pids: Vec<(u32, u64)>,
+    /// (flow type, process id) -> `tp`: the line's own numbering until [`merge_flows`] makes
+    /// it the profile's.
+    tps: Vec<((u64, u64), u32)>,
+}
+
+impl ListedCons<'_> {
+    #[inline]
+    fn end(&self, x: &FlowRef) -> FlowEnd {
+        let pid = if self.pids.is_empty() {
+            self.plane_pid
+        } else {
+            match self.pids.binary_search_by_key(&x.event, |p| p.0) {
+                Ok(at) => self.pids[at].1,
+                Err(_) => self.plane_pid,
+            }
+        };
+        let key = (x.ty as u64, pid);
+        let tp = self.tps.iter().find(|t| t.0 == key).map_or_else(
+            || {
+                debug_assert!(false, "a listed consumer's flow type was not numbered");
+                0
+            },
+            |t| t.1,
+        );
+        FlowEnd {
+            tp,
+            id: x.id,
+            g: self.base + x.event,
+        }
     }
 }
 
@@ -485,7 +559,7 @@ struct Flat<'a> {
     n: usize,
     /// Events with any non-flow stat, by event.
     ctxs: Vec<(u32, Ctx)>,
-    flows: Flows,
+    flows: Flows<'a>,
     /// The enclosing event on the same line (NONE: none, or an async event).
     nest_parent: Vec<u32>,
     /// The last event of the line nested (at any depth) in this one; descendants are exactly the
@@ -670,7 +744,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
             jobs.push((li, a, b));
         }
     }
-    let run = |jobs: Vec<(usize, &mut [u32], &mut [u32])>| -> Vec<(usize, LinePart)> {
+    let run = |jobs: Vec<(usize, &mut [u32], &mut [u32])>| -> Vec<(usize, LinePart<'a>)> {
         jobs.into_iter()
             .map(|(li, np, ld)| {
                 let (pi, lj, base) = lines[li];
@@ -690,7 +764,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
             })
             .collect()
     };
-    let mut parts: Vec<(usize, LinePart)> = if n >= PARALLEL_MIN_EVENTS && jobs.len() > 1 {
+    let mut parts: Vec<(usize, LinePart<'a>)> = if n >= PARALLEL_MIN_EVENTS && jobs.len() > 1 {
         // Balanced by an estimate of the work: a line's events, and its flow ends where the
         // importer listed them (else the bytes of its stats, which are read then). Measured on
         // a JAX CPU profile: about 22 ns per event, 4 per flow end; counting stats bytes on
@@ -726,7 +800,7 @@ struct Unmerged<'a> {
     p: &'a Profile,
     lines: Vec<(usize, usize, u32)>,
     n: usize,
-    parts: Vec<LinePart>,
+    parts: Vec<LinePart<'a>>,
     nest_parent: Vec<u32>,
     last_desc: Vec<u32>,
 }
@@ -772,11 +846,11 @@ impl<'a> Unmerged<'a> {
 /// order. Each thread writes the flows of one type with growing ids, so after a partition by type
 /// the producers are a few sorted runs (one per thread), which the run-merging stable sort orders
 /// in a few linear passes. The consumers are taken from the lines' parts.
-fn merge_flows(parts: &mut [LinePart]) -> Flows {
+fn merge_flows<'a>(parts: &mut [LinePart<'a>]) -> Flows<'a> {
     let mut types: Vec<(u64, u64)> = parts.iter().flat_map(|x| x.types.iter().copied()).collect();
     types.sort_unstable();
     types.dedup();
-    let remap = |part: &LinePart| -> Vec<u32> {
+    let remap = |part: &LinePart<'_>| -> Vec<u32> {
         part.types
             .iter()
             .map(|t| types.binary_search(t).unwrap_or(0) as u32)
@@ -808,10 +882,23 @@ fn merge_flows(parts: &mut [LinePart]) -> Flows {
     }
     let mut cons = Vec::with_capacity(parts.len());
     for (part, map) in parts.iter_mut().zip(&maps) {
-        for e in &mut part.cons {
-            e.tp = map[e.tp as usize];
+        let mut c = std::mem::take(&mut part.cons);
+        match &mut c {
+            LineCons::Found(v) => {
+                for e in v.iter_mut() {
+                    e.tp = map[e.tp as usize];
+                }
+            }
+            LineCons::Listed(l) => {
+                l.tps = part
+                    .types
+                    .iter()
+                    .copied()
+                    .zip(map.iter().copied())
+                    .collect();
+            }
         }
-        cons.push(std::mem::take(&mut part.cons));
+        cons.push(c);
     }
     Flows { types, prods, cons }
 }
@@ -891,15 +978,15 @@ struct PlaneInfo {
 
 /// What flattening one line finds besides its nesting.
 #[derive(Default)]
-struct LinePart {
+struct LinePart<'a> {
     ctxs: Vec<(u32, Ctx)>,
     /// Flow ends; `tp` indexes this line's `types`.
     prods: Vec<FlowEnd>,
-    cons: Vec<FlowEnd>,
+    cons: LineCons<'a>,
     types: Vec<(u64, u64)>,
 }
 
-impl LinePart {
+impl LinePart<'_> {
     fn flow_type(&mut self, t: u64, pid: u64) -> u32 {
         match self.types.iter().position(|x| *x == (t, pid)) {
             Some(i) => i as u32,
@@ -914,16 +1001,18 @@ impl LinePart {
 /// Flattens one line whose first event has global id `base`: fills its nesting parents and last
 /// descendants (global ids; given as `NONE` and as each event's own id) and returns its contexts
 /// and flow endpoints.
-fn flatten_line(
+fn flatten_line<'a>(
     k: &Keys,
     info: Option<&PlaneInfo>,
-    ev: &xlens_model::Events,
+    ev: &'a xlens_model::Events,
     base: u32,
     tables: bool,
     nest_parent: &mut [u32],
     last_desc: &mut [u32],
-) -> LinePart {
+) -> LinePart<'a> {
     let mut part = LinePart::default();
+    // Consumers found in the stats (without the importer's list).
+    let mut found_cons: Vec<FlowEnd> = Vec::new();
     let md: &[(bool, Ctx, Flow)] = info.map_or(&[], |x| &x.md);
     let plane_pid = info.map_or(0, |x| x.pid);
     // The importer's list of flow ends stands for the stats when the events' flows are all
@@ -986,7 +1075,7 @@ fn flatten_line(
             }
             if let (Some(t), Some(id)) = (f.get(S_CT), f.get(S_C)) {
                 let tp = part.flow_type(t, pid);
-                part.cons.push(FlowEnd { tp, id, g });
+                found_cons.push(FlowEnd { tp, id, g });
             }
         }
         if is_async {
@@ -1003,27 +1092,30 @@ fn flatten_line(
         stack.push((s, e, i as u32));
     }
     if let Some(t) = table {
+        let pid_of = |event: u32| match pids.binary_search_by_key(&event, |p| p.0) {
+            Ok(at) => pids[at].1,
+            Err(_) => plane_pid,
+        };
         part.prods.reserve_exact(t.producers.len());
-        part.cons.reserve_exact(t.consumers.len());
-        for (list, consumer) in [(&t.producers, false), (&t.consumers, true)] {
-            for x in list {
-                let pid = match pids.binary_search_by_key(&x.event, |p| p.0) {
-                    Ok(at) => pids[at].1,
-                    Err(_) => plane_pid,
-                };
-                let tp = part.flow_type(x.ty as u64, pid);
-                let end = FlowEnd {
-                    tp,
-                    id: x.id,
-                    g: base + x.event,
-                };
-                if consumer {
-                    part.cons.push(end);
-                } else {
-                    part.prods.push(end);
-                }
-            }
+        for x in &t.producers {
+            let tp = part.flow_type(x.ty as u64, pid_of(x.event));
+            part.prods.push(FlowEnd {
+                tp,
+                id: x.id,
+                g: base + x.event,
+            });
         }
+        // The consumers stay in the list; only their (type, process) pairs are numbered here.
+        for x in &t.consumers {
+            part.flow_type(x.ty as u64, pid_of(x.event));
+        }
+        part.cons = LineCons::Listed(ListedCons {
+            refs: &t.consumers,
+            base,
+            plane_pid,
+            pids,
+            tps: Vec::new(),
+        });
     }
     // Last descendant, children before parents.
     for i in (0..ev.len()).rev() {
@@ -1036,15 +1128,18 @@ fn flatten_line(
     }
     // Kept until the flows are joined: no room left over from growing.
     part.prods.shrink_to_fit();
-    part.cons.shrink_to_fit();
+    if table.is_none() {
+        found_cons.shrink_to_fit();
+        part.cons = LineCons::Found(found_cons);
+    }
     part
 }
 
 /// Producer → consumer links between events with equal flow keys (`prods` sorted). Like XProf,
 /// every pair is linked unless both sides have 64 or more events with the key.
-fn join_flows<'c>(
+fn join_flows(
     prods: &[FlowEnd],
-    cons: impl Iterator<Item = &'c FlowEnd> + Clone,
+    cons: impl Iterator<Item = FlowEnd> + Clone,
     links: &mut Vec<(u32, u32)>,
 ) {
     // Keys with 64 or more producers link only if they have fewer than 64 consumers.
@@ -1260,6 +1355,8 @@ fn group_events(flat: &mut Flat<'_>) -> (HashMap<u32, String>, usize) {
             links.push((e, g));
         }
     }
+    // Flows link mostly one producer to each consumer.
+    links.reserve(flat.flows.consumer_count());
     join_flows(&flat.flows.prods, flat.flows.consumers(), &mut links);
     flat.ungroup();
     tf_data_ids.sort_unstable();
@@ -2088,7 +2185,10 @@ mod tests {
         let b = flatten_with(&p, &k, false).merge();
         assert_eq!(a.flows.types, b.flows.types);
         assert_eq!(a.flows.prods, b.flows.prods);
-        assert_eq!(a.flows.cons, b.flows.cons);
+        assert_eq!(
+            a.flows.consumers().collect::<Vec<_>>(),
+            b.flows.consumers().collect::<Vec<_>>()
+        );
         assert!(a.flows.prods.len() + a.flows.consumers().count() >= listed);
         assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
         assert_eq!(a.nest_parent, b.nest_parent);
@@ -2113,7 +2213,10 @@ mod tests {
         let b = flatten_with(part, &kp, true).merge();
         assert_eq!(a.flows.types, b.flows.types);
         assert_eq!(a.flows.prods, b.flows.prods);
-        assert_eq!(a.flows.cons, b.flows.cons);
+        assert_eq!(
+            a.flows.consumers().collect::<Vec<_>>(),
+            b.flows.consumers().collect::<Vec<_>>()
+        );
         assert_eq!(format!("{:?}", a.ctxs), format!("{:?}", b.ctxs));
         assert_eq!(a.nest_parent, b.nest_parent);
         assert_eq!(a.last_desc, b.last_desc);
@@ -2257,13 +2360,13 @@ mod tests {
         let end = |tp, id, g| FlowEnd { tp, id, g };
         let a = LinePart {
             prods: vec![end(0, 20, 0), end(1, 3, 1), end(0, 14, 2)],
-            cons: vec![end(1, 4, 5)],
+            cons: LineCons::Found(vec![end(1, 4, 5)]),
             types: vec![(15, 7), (0, 7)],
             ..Default::default()
         };
         let b = LinePart {
             prods: vec![end(0, 4, 3), end(0, 4, 4), end(1, 14, 6)],
-            cons: vec![end(1, 14, 10), end(0, 9, 11), end(1, 20, 12)],
+            cons: LineCons::Found(vec![end(1, 14, 10), end(0, 9, 11), end(1, 20, 12)]),
             types: vec![(0, 7), (15, 8)],
             ..Default::default()
         };
