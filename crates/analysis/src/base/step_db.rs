@@ -1215,9 +1215,16 @@ fn lower_bound_near(v: &[FlowEnd], from: usize, key: (u32, u64)) -> usize {
     lo + v[lo..hi].partition_point(|x| x.key() < key)
 }
 
-/// Events linked to their parents by something other than nesting: children by parent (CSR) and
-/// the links sorted by child (for the few ancestor walks).
+/// Events linked to their parents by something other than nesting: children by parent (CSR over
+/// the events that have any) and the links sorted by child (for the few ancestor walks).
 struct Links {
+    /// Bit `g` is set when event `g` has children.
+    has: Vec<u64>,
+    /// Events with children before each word of `has`.
+    rank: Vec<u32>,
+    /// `children[child_off[k]..child_off[k + 1]]` are the children of the `k`-th event that has
+    /// any. (An offset per event of the profile took 19 MB on a JAX CPU profile of 207 MB and
+    /// 4.8 million events, a third of which have children.)
     child_off: Vec<u32>,
     children: Vec<u32>,
     by_child: Vec<(u32, u32)>,
@@ -1225,16 +1232,33 @@ struct Links {
 
 impl Links {
     fn new(n: usize, mut links: Vec<(u32, u32)>) -> Links {
-        let mut off = vec![0u32; n + 2];
+        let mut has = vec![0u64; n.div_ceil(64)];
         for &(a, _) in &links {
-            off[a as usize + 2] += 1;
+            has[a as usize / 64] |= 1 << (a % 64);
+        }
+        let mut rank = Vec::with_capacity(has.len());
+        let mut parents = 0u32;
+        for w in &has {
+            rank.push(parents);
+            parents += w.count_ones();
+        }
+        let mut links_of = Links {
+            has,
+            rank,
+            child_off: Vec::new(),
+            children: Vec::new(),
+            by_child: Vec::new(),
+        };
+        let mut off = vec![0u32; parents as usize + 2];
+        for &(a, _) in &links {
+            off[links_of.parent_index(a) + 2] += 1;
         }
         for i in 2..off.len() {
             off[i] += off[i - 1];
         }
         let mut children = vec![0u32; links.len()];
         for &(a, b) in &links {
-            let slot = &mut off[a as usize + 1];
+            let slot = &mut off[links_of.parent_index(a) + 1];
             children[*slot as usize] = b;
             *slot += 1;
         }
@@ -1245,15 +1269,28 @@ impl Links {
             links.sort_by_key(|l| l.1);
         }
         links.shrink_to_fit();
-        Links {
-            child_off: off,
-            children,
-            by_child: links,
-        }
+        links_of.child_off = off;
+        links_of.children = children;
+        links_of.by_child = links;
+        links_of
     }
+
+    /// The index among the events with children of `g`, which has some.
+    #[inline]
+    fn parent_index(&self, g: u32) -> usize {
+        let (w, b) = (g as usize / 64, g % 64);
+        let below = self.has[w] & ((1u64 << b) - 1);
+        self.rank[w] as usize + below.count_ones() as usize
+    }
+
     fn children(&self, g: u32) -> &[u32] {
-        let g = g as usize;
-        &self.children[self.child_off[g] as usize..self.child_off[g + 1] as usize]
+        match self.has.get(g as usize / 64) {
+            Some(w) if w >> (g % 64) & 1 == 1 => {
+                let k = self.parent_index(g);
+                &self.children[self.child_off[k] as usize..self.child_off[k + 1] as usize]
+            }
+            _ => &[],
+        }
     }
     fn parents(&self, g: u32) -> impl Iterator<Item = u32> + '_ {
         let from = self.by_child.partition_point(|l| l.1 < g);
@@ -2142,6 +2179,33 @@ mod tests {
                 "case {case}"
             );
         }
+    }
+
+    #[test]
+    fn links_give_each_events_children_and_parents_in_link_order() {
+        // Parents spread over several words of the bit set, some with many children, event 0
+        // and the last event among them; a few links out of child order.
+        let n = 300u32;
+        let mut x = 12345u64;
+        let mut next = |m: u32| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) % m as u64) as u32
+        };
+        let mut links: Vec<(u32, u32)> = vec![(0, 5), (n - 1, 3), (63, 64), (64, 63)];
+        for _ in 0..500 {
+            let a = if next(4) == 0 { 130 } else { next(n) };
+            links.push((a, next(n)));
+        }
+        let l = Links::new(n as usize, links.clone());
+        for g in 0..n {
+            let want: Vec<u32> = links.iter().filter(|x| x.0 == g).map(|x| x.1).collect();
+            assert_eq!(l.children(g), &want[..], "children of {g}");
+            let want: Vec<u32> = links.iter().filter(|x| x.1 == g).map(|x| x.0).collect();
+            assert_eq!(l.parents(g).collect::<Vec<_>>(), want, "parents of {g}");
+        }
+        assert!(l.children(n + 100).is_empty());
     }
 
     #[test]
