@@ -1163,13 +1163,24 @@ fn join_flows(
     // Consumers come in event order, the ids of each flow type mostly rising: search from the
     // last position of the consumer's type. (Lines interleave flow types: JAX CPU op threads
     // switch between two types tens of thousands of times, and one position for all made each
-    // switch a search across the whole list.)
-    let types = cons.clone().map(|c| c.tp as usize + 1).max().unwrap_or(0);
-    let mut last_pos = vec![0usize; types];
+    // switch a search across the whole list.) Within a type, ids may also come from several
+    // producers that number them apart in their upper 32 bits (JAX's CPU clients and op threads:
+    // `thread << 32 | n`), and a consumer thread switches between them: one last position per
+    // type and upper half, in a small table indexed by both, keeps each search short (with one
+    // per type, a third of the grouping's flow joining went to searches across the list).
+    const SLOTS: usize = 64;
+    let slot = |key: (u32, u64)| {
+        let h = (key.0 as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add((key.1 >> 32).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
+        (h >> 58) as usize % SLOTS
+    };
+    let mut last_pos = [0usize; SLOTS];
     for c in cons {
         let key = c.key();
-        let pos = lower_bound_near(prods, last_pos[c.tp as usize], key);
-        last_pos[c.tp as usize] = pos;
+        let at = slot(key);
+        let pos = lower_bound_near(prods, last_pos[at], key);
+        last_pos[at] = pos;
         if big.get(&key).is_some_and(|&n| n >= 64) {
             continue;
         }
