@@ -510,6 +510,19 @@ impl Default for LineCons<'_> {
     }
 }
 
+/// The process of a listed flow end on `event`: its own `_pid` where `pids` (by event) names one,
+/// else the plane's.
+#[inline]
+fn pid_at(pids: &[(u32, u64)], event: u32, plane_pid: u64) -> u64 {
+    if pids.is_empty() {
+        return plane_pid;
+    }
+    match pids.binary_search_by_key(&event, |p| p.0) {
+        Ok(at) => pids[at].1,
+        Err(_) => plane_pid,
+    }
+}
+
 /// A line's listed consumers, and what makes each a [`FlowEnd`].
 struct ListedCons<'a> {
     refs: &'a [FlowRef],
@@ -526,15 +539,7 @@ struct ListedCons<'a> {
 impl ListedCons<'_> {
     #[inline]
     fn end(&self, x: &FlowRef) -> FlowEnd {
-        let pid = if self.pids.is_empty() {
-            self.plane_pid
-        } else {
-            match self.pids.binary_search_by_key(&x.event, |p| p.0) {
-                Ok(at) => self.pids[at].1,
-                Err(_) => self.plane_pid,
-            }
-        };
-        let key = (x.ty as u64, pid);
+        let key = (x.ty as u64, pid_at(&self.pids, x.event, self.plane_pid));
         let tp = self.tps.iter().find(|t| t.0 == key).map_or_else(
             || {
                 debug_assert!(false, "a listed consumer's flow type was not numbered");
@@ -1092,10 +1097,7 @@ fn flatten_line<'a>(
         stack.push((s, e, i as u32));
     }
     if let Some(t) = table {
-        let pid_of = |event: u32| match pids.binary_search_by_key(&event, |p| p.0) {
-            Ok(at) => pids[at].1,
-            Err(_) => plane_pid,
-        };
+        let pid_of = |event: u32| pid_at(&pids, event, plane_pid);
         part.prods.reserve_exact(t.producers.len());
         for x in &t.producers {
             let tp = part.flow_type(x.ty as u64, pid_of(x.event));
