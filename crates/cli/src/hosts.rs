@@ -109,6 +109,53 @@ impl SummaryCache {
     }
 }
 
+/// One host file of a run on its way to its summary: done (cached, or unreadable), or decoded
+/// and summarised, with its analysis still to drop and its summary to cache.
+enum Head {
+    Done(HostSummary, Source, u64),
+    Decoded(HostSummary, Box<Analysis>, u64),
+}
+
+/// The first part of [`summarize_one`]: the cache, else the decode and the summary.
+fn head(session: &Session, file: &HostFile, cache: &SummaryCache, shared: &SharedText) -> Head {
+    if let Some(s) = cache.get(file, session, shared) {
+        return Head::Done(s, Source::Cached, 0);
+    }
+    // Pages come in as the decoder reaches them and go as it passes them: a host's file is
+    // never resident all at once beside the pages kept from the host before.
+    match crate::mapped::load_for(
+        file,
+        xlens_analysis::base::load::Reads::Summary,
+        xlens_store::Paging::OnDemand,
+    ) {
+        Ok(p) => {
+            let left_out = p.stats_left_out;
+            let a = Analysis::new(std::sync::Arc::new(p));
+            let s = HostSummary::of_sharing(&session.name, file, &a, shared);
+            Head::Decoded(s, Box::new(a), left_out)
+        }
+        // Unreadable files are not cached: the next run says again what is wrong.
+        Err(e) => Head::Done(
+            HostSummary::failed(&session.name, file, e.to_string()),
+            Source::Decoded,
+            0,
+        ),
+    }
+}
+
+/// The rest of [`summarize_one`] for a decoded host: its analysis and profile dropped, its
+/// summary cached.
+fn tail(
+    session: &Session,
+    file: &HostFile,
+    cache: &SummaryCache,
+    s: &HostSummary,
+    a: Box<Analysis>,
+) {
+    drop(a);
+    cache.put(file, session, s);
+}
+
 /// One host file of a run, reduced to its summary (decoding it when not cached).
 /// Also the number of event stats its decode left out.
 fn summarize_one(
@@ -117,34 +164,49 @@ fn summarize_one(
     cache: &SummaryCache,
     shared: &SharedText,
 ) -> (HostSummary, Source, u64) {
-    if let Some(s) = cache.get(file, session, shared) {
-        return (s, Source::Cached, 0);
-    }
-    let mut left_out = 0;
-    // Pages come in as the decoder reaches them and go as it passes them: a host's file is
-    // never resident all at once beside the pages kept from the host before.
-    let s = match crate::mapped::load_for(
-        file,
-        xlens_analysis::base::load::Reads::Summary,
-        xlens_store::Paging::OnDemand,
-    ) {
-        Ok(p) => {
-            left_out = p.stats_left_out;
-            let a = Analysis::new(std::sync::Arc::new(p));
-            HostSummary::of_sharing(&session.name, file, &a, shared)
+    match head(session, file, cache, shared) {
+        Head::Done(s, source, left_out) => (s, source, left_out),
+        Head::Decoded(s, a, left_out) => {
+            tail(session, file, cache, &s, a);
+            (s, Source::Decoded, left_out)
         }
-        Err(e) => HostSummary::failed(&session.name, file, e.to_string()),
-    };
-    // Unreadable files are not cached: the next run says again what is wrong.
-    if s.error.is_none() {
-        cache.put(file, session, &s);
     }
-    (s, Source::Decoded, left_out)
+}
+
+/// The C heap's free pages back to the system (one host at a time: the pages left by a host go
+/// back before the next host's peak; 207 MB hosts: 8 of them peak at 421 -> 409 MB). Not with
+/// several jobs, where the pages are soon wanted again and faulting them back cost 0.6-2.6 s
+/// more system time over 32 hosts.
+fn trim_c_heap() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: only returns free memory of the C heap to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+type Slots = Mutex<Vec<Option<(HostSummary, HostTiming)>>>;
+
+fn record(out: &Slots, i: usize, h: &HostFile, s: HostSummary, src: Source, ms: f64, lo: u64) {
+    let timing = HostTiming {
+        host: h.host.clone(),
+        source: src,
+        ms,
+        stats_left_out: lo,
+    };
+    if let Ok(mut o) = out.lock() {
+        o[i] = Some((s, timing));
+    }
 }
 
 /// Every host of `sessions` summarised on `jobs` threads, in order. From here on the process
 /// keeps freed big blocks for the next host ([`crate::alloc::keep_freed_blocks`]) and gives them
 /// back at the end ([`crate::alloc::give_back_kept_blocks`]).
+///
+/// With one job, hosts are decoded one at a time, each with every core, and each decoded host's
+/// single-threaded rest (its summary from the analysis, the cache write, the drop) runs on a
+/// second thread beside the next host's decode, on the core that decode leaves idle at first.
+/// At most one host waits there: the next one is handed over only once it is free.
 pub fn summarize(
     sessions: &[Session],
     jobs: usize,
@@ -155,52 +217,81 @@ pub fn summarize(
         .iter()
         .flat_map(|s| s.hosts.iter().map(move |h| (s, h)))
         .collect();
-    let one_at_a_time = jobs <= 1;
     let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<(HostSummary, HostTiming)>>> =
-        Mutex::new((0..work.len()).map(|_| None).collect());
+    let out: Slots = Mutex::new((0..work.len()).map(|_| None).collect());
     let jobs = jobs.clamp(1, work.len().max(1));
     // The hosts of a run mostly have the same ops: their texts are kept once for all.
     let shared = SharedText::default();
-    let work_on = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some((s, h)) = work.get(i) else { break };
-        let t = Instant::now();
-        let (summary, source, stats_left_out) = summarize_one(s, h, cache, &shared);
-        if one_at_a_time && source == Source::Decoded {
-            // One host at a time is the bounded-memory way: the C heap's free pages left by
-            // this host go back before the next host's peak (207 MB hosts: 8 of them peak at
-            // 421 -> 409 MB). Not with several jobs, where the pages are soon wanted again and
-            // faulting them back cost 0.6-2.6 s more system time over 32 hosts.
-            #[cfg(target_os = "linux")]
-            // SAFETY: only returns free memory of the C heap to the system.
-            unsafe {
-                libc::malloc_trim(0);
+    if jobs == 1 {
+        std::thread::scope(|sc| {
+            // A rendezvous: `send` returns once the rest thread has taken the host, that is once
+            // it is done with the one before.
+            type Handed = (usize, HostSummary, Box<Analysis>, u64, f64);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Handed>(0);
+            let (work, out, shared) = (&work, &out, &shared);
+            sc.spawn(move || {
+                for (i, summary, a, left_out, head_ms) in rx {
+                    let (s, h) = work[i];
+                    let t = Instant::now();
+                    tail(s, h, cache, &summary, a);
+                    trim_c_heap();
+                    let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
+                    record(out, i, h, summary, Source::Decoded, ms, left_out);
+                }
+            });
+            for (i, (s, h)) in work.iter().enumerate() {
+                let t = Instant::now();
+                match head(s, h, cache, shared) {
+                    Head::Done(summary, source, left_out) => {
+                        let ms = t.elapsed().as_secs_f64() * 1e3;
+                        record(out, i, h, summary, source, ms, left_out);
+                    }
+                    Head::Decoded(summary, a, left_out) => {
+                        let head_ms = t.elapsed().as_secs_f64() * 1e3;
+                        if let Err(back) = tx.send((i, summary, a, left_out, head_ms)) {
+                            // The rest thread is gone: this host's rest runs here.
+                            let (i, summary, a, left_out, head_ms) = back.0;
+                            let t = Instant::now();
+                            tail(s, h, cache, &summary, a);
+                            trim_c_heap();
+                            let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
+                            record(out, i, h, summary, Source::Decoded, ms, left_out);
+                        }
+                    }
+                }
             }
-        }
-        let timing = HostTiming {
-            host: h.host.clone(),
-            source,
-            ms: t.elapsed().as_secs_f64() * 1e3,
-            stats_left_out,
+            drop(tx);
+        });
+    } else {
+        let work_on = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((s, h)) = work.get(i) else { break };
+            let t = Instant::now();
+            let (summary, source, left_out) = summarize_one(s, h, cache, &shared);
+            record(
+                &out,
+                i,
+                h,
+                summary,
+                source,
+                t.elapsed().as_secs_f64() * 1e3,
+                left_out,
+            );
         };
-        if let Ok(mut o) = out.lock() {
-            o[i] = Some((summary, timing));
-        }
-    };
-    // With several hosts at once, each host's decode and analysis stay on its worker's thread:
-    // their helper threads would only compete with the other hosts for the same cores.
-    let worker = || {
-        xlens_model::threads::one_per_profile(jobs > 1);
-        work_on();
-        xlens_model::threads::one_per_profile(false);
-    };
-    std::thread::scope(|sc| {
-        for _ in 1..jobs {
-            sc.spawn(worker);
-        }
-        worker();
-    });
+        // With several hosts at once, each host's decode and analysis stay on its worker's
+        // thread: their helper threads would only compete with the other hosts for the cores.
+        let worker = || {
+            xlens_model::threads::one_per_profile(true);
+            work_on();
+            xlens_model::threads::one_per_profile(false);
+        };
+        std::thread::scope(|sc| {
+            for _ in 1..jobs {
+                sc.spawn(worker);
+            }
+            worker();
+        });
+    }
     // Every host is decoded: what comes next (the report) has no use for pages kept for them.
     crate::alloc::give_back_kept_blocks();
     out.into_inner()

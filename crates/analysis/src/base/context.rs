@@ -165,16 +165,26 @@ impl Analysis {
     /// half is sequential, so one thread groups steps while the other takes op lines, and then
     /// joins in on the lines left (no third thread competing for two cores).
     pub fn steps_and_ops(&self) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
-        self.steps_and_ops_with(true)
+        self.steps_and_ops_with(true, || ())
     }
 
     /// [`Analysis::steps_and_ops`] without the device and host framework ops (for a host's
-    /// summary, which reads neither: with a host on each core they would only cost time).
-    pub fn steps_and_op_metrics(&self) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
-        self.steps_and_ops_with(false)
+    /// summary, which reads neither: with a host on each core they would only cost time), and
+    /// with `beside` run where those would have been: on the thread that does not group steps,
+    /// before it takes op lines. A summary passes what it reads next (the HLO modules' heaps),
+    /// which would otherwise run on one core while the other waits.
+    pub fn steps_and_op_metrics_beside(
+        &self,
+        beside: impl FnOnce(),
+    ) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
+        self.steps_and_ops_with(false, beside)
     }
 
-    fn steps_and_ops_with(&self, framework_ops: bool) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
+    fn steps_and_ops_with(
+        &self,
+        framework_ops: bool,
+        beside: impl FnOnce(),
+    ) -> (Arc<StepDb>, Arc<OpMetricsDb>) {
         if self.step_db.get().is_none() && self.op_metrics.get().is_none() {
             let p = &*self.profile;
             let prep = step_db_prepare(p);
@@ -190,6 +200,7 @@ impl Analysis {
                         self.device();
                         self.host_framework_ops();
                     }
+                    beside();
                     job.help();
                 },
             );

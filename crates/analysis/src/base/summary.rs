@@ -125,12 +125,20 @@ impl HostSummary {
         shared: &SharedText,
     ) -> HostSummary {
         let dev = a.device();
-        // Steps and op metrics side by side (the step grouping's sequential part beside the
-        // op lines).
-        let (db, _) = a.steps_and_op_metrics();
-        // Not the cached full table: the summary keeps no HLO text.
-        let ops = host_ops_with(a, UserPeaks::default(), Detail::Figures);
+        // Steps and op metrics side by side: the step grouping's sequential part beside the op
+        // lines and the HLO modules' heaps (read below), which would otherwise run on one core
+        // while the other waits.
+        let (db, _) = a.steps_and_op_metrics_beside(|| {
+            a.module_memories(MEMORY_SPACE);
+        });
         let p = a.profile();
+        // Not the cached full table: the summary keeps no HLO text. Beside it, the ends of
+        // the collectives (each reads op lines on its own; together they would leave a core
+        // idle).
+        let (collective_ends, ops) = crate::base::par::join(
+            || crate::base::align::collective_ends(p, &db.steps_all),
+            || host_ops_with(a, UserPeaks::default(), Detail::Figures),
+        );
         HostSummary {
             session: session.to_string(),
             host: file.host.clone(),
@@ -144,7 +152,7 @@ impl HostSummary {
             origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
             span_ps: p.span(),
             dropped_edges: db.dropped_edges,
-            collective_ends: crate::base::align::collective_ends(p, &db.steps_all),
+            collective_ends,
             steps: db.steps_all.clone(),
             ops: ops
                 .ops
