@@ -84,13 +84,12 @@ fn the_stretched_host_is_the_straggler() {
 
     // The same from per-host summaries (decoded on 2 threads, then read back from the Parquet
     // cache): the same answers, and the second run decodes nothing.
-    let cache = dir.join("cache");
-    let hosts = |extra: &[&str]| -> (Value, String) {
+    let hosts_with = |jobs: &str, cache: &str, extra: &[&str]| -> (Value, String) {
         let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-            .args(["hosts", "--json", "--jobs", "2"])
+            .args(["hosts", "--json", "--jobs", jobs])
             .args(extra)
             .arg(&session)
-            .env("XLENS_CACHE_DIR", &cache)
+            .env("XLENS_CACHE_DIR", dir.join(cache))
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -99,6 +98,7 @@ fn the_stretched_host_is_the_straggler() {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     };
+    let hosts = |extra: &[&str]| hosts_with("2", "cache", extra);
     let (first, log) = hosts(&[]);
     assert!(log.contains("8 decoded, 0 from the cache"), "{log}");
     check_eight(&first["steps"], &first["ops"], expected);
@@ -115,6 +115,14 @@ fn the_stretched_host_is_the_straggler() {
     let (second, log) = hosts(&[]);
     assert!(log.contains("0 decoded, 8 from the cache"), "{log}");
     assert_eq!(second, first);
+    // One host at a time (each host dropped and its summary cached on a second thread while the
+    // next one decodes): the same answers, and every summary in its own cache.
+    let (one, log) = hosts_with("1", "cache1", &[]);
+    assert!(log.contains("8 decoded, 0 from the cache"), "{log}");
+    assert_eq!(one, first);
+    let (again, log) = hosts_with("1", "cache1", &[]);
+    assert!(log.contains("0 decoded, 8 from the cache"), "{log}");
+    assert_eq!(again, first);
     // Op categories and module peaks cover the 8 hosts; a CPU profile's modules are the same
     // on every copy (the stretch changes times, not buffers).
     assert_eq!(first["op_categories"]["hosts"], 8);
