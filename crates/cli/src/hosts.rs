@@ -229,16 +229,16 @@ pub fn summarize(
             type Handed = (usize, HostSummary, Box<Analysis>, u64, f64);
             let (tx, rx) = std::sync::mpsc::sync_channel::<Handed>(0);
             let (work, out, shared) = (&work, &out, &shared);
-            sc.spawn(move || {
-                for (i, summary, a, left_out, head_ms) in rx {
-                    let (s, h) = work[i];
-                    let t = Instant::now();
-                    tail(s, h, cache, &summary, a);
-                    trim_c_heap();
-                    let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
-                    record(out, i, h, summary, Source::Decoded, ms, left_out);
-                }
-            });
+            // A decoded host's rest: dropped, cached, the C heap trimmed, its timing recorded.
+            let rest = move |(i, summary, a, left_out, head_ms): Handed| {
+                let (s, h) = work[i];
+                let t = Instant::now();
+                tail(s, h, cache, &summary, a);
+                trim_c_heap();
+                let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
+                record(out, i, h, summary, Source::Decoded, ms, left_out);
+            };
+            sc.spawn(move || rx.into_iter().for_each(rest));
             for (i, (s, h)) in work.iter().enumerate() {
                 let t = Instant::now();
                 match head(s, h, cache, shared) {
@@ -250,12 +250,7 @@ pub fn summarize(
                         let head_ms = t.elapsed().as_secs_f64() * 1e3;
                         if let Err(back) = tx.send((i, summary, a, left_out, head_ms)) {
                             // The rest thread is gone: this host's rest runs here.
-                            let (i, summary, a, left_out, head_ms) = back.0;
-                            let t = Instant::now();
-                            tail(s, h, cache, &summary, a);
-                            trim_c_heap();
-                            let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
-                            record(out, i, h, summary, Source::Decoded, ms, left_out);
+                            rest(back.0);
                         }
                     }
                 }
