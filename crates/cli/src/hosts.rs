@@ -309,10 +309,67 @@ pub fn summarize(
         .unzip()
 }
 
-/// The worker count: `--jobs`, else the machine's cores.
-pub fn jobs(arg: Option<usize>) -> usize {
-    arg.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1)
+/// What one host decoded and summarised holds at its peak, per byte of its file: 1.7 for the
+/// 207 MB `make_profiles.sh large` profile (one host at a time peaks at 450 MB, of which 80 MB
+/// are 256 hosts' summaries and ~20 MB the process before any file), rounded up.
+pub const PEAK_PER_FILE_BYTE: f64 = 1.8;
+
+/// Under this, twice the largest host file is less than the process holds before any file (its
+/// code, buffers and threads): memory is not what limits the hosts at once there.
+pub const BOUND_FLOOR: u64 = 256 << 20;
+
+/// How many hosts are decoded at once, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub jobs: usize,
+    pub why: String,
+}
+
+/// Hosts decoded at once: `--jobs`, else as many as the machine has cores while their peaks
+/// ([`PEAK_PER_FILE_BYTE`] times the largest file) fit within twice the largest file (at least
+/// [`BOUND_FLOOR`]), so that the memory stays within the bound whatever the host count. One host
+/// at a time still uses every core for that host.
+pub fn plan(arg: Option<usize>, sessions: &[Session]) -> Plan {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(n) = arg {
+        let n = n.max(1);
+        return Plan {
+            jobs: n,
+            why: format!("{n} host(s) at once (--jobs)"),
+        };
+    }
+    let largest = sessions
+        .iter()
+        .flat_map(|s| &s.hosts)
+        .map(|h| h.bytes)
+        .max()
+        .unwrap_or(0);
+    plan_for(cores, largest)
+}
+
+fn plan_for(cores: usize, largest: u64) -> Plan {
+    let budget = (2 * largest).max(BOUND_FLOOR) as f64;
+    let peak = PEAK_PER_FILE_BYTE * largest as f64;
+    let fit = if peak > 0.0 {
+        (budget / peak).floor() as usize
+    } else {
+        cores
+    };
+    let jobs = fit.clamp(1, cores.max(1));
+    let mb = |b: f64| b / 1e6;
+    let why = if jobs < cores {
+        format!(
+            "{jobs} host(s) at once on {cores} cores: a host peaks at ~{:.0} MB ({PEAK_PER_FILE_BYTE}x the largest file, {:.1} MB), \
+             and {} at once would pass the bound of {:.0} MB; --jobs {cores} is faster and takes more memory",
+            mb(peak),
+            mb(largest as f64),
+            jobs + 1,
+            mb(budget)
+        )
+    } else {
+        format!("{jobs} host(s) at once, one per core")
+    };
+    Plan { jobs, why }
 }
 
 /// Writes each summary's tables under `out` (a folder or a bucket URL):
@@ -514,4 +571,25 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_at_once_fit_twice_the_largest_file() {
+        // The 207 MB profile: one host peaks at ~372 MB, two would take ~744 MB > 414 MB.
+        assert_eq!(plan_for(2, 206_790_527).jobs, 1);
+        assert_eq!(plan_for(16, 206_790_527).jobs, 1);
+        // A 100 MB file: 180 MB a host, the floor of 256 MiB holds one.
+        assert_eq!(plan_for(2, 100_000_000).jobs, 1);
+        // 60 MB: 108 MB a host, two fit in 256 MiB (268 MB), not three.
+        assert_eq!(plan_for(2, 60_000_000).jobs, 2);
+        assert_eq!(plan_for(8, 60_000_000).jobs, 2);
+        // The GPU sample's 3 MB hosts: one per core.
+        assert_eq!(plan_for(2, 3_000_000).jobs, 2);
+        assert_eq!(plan_for(1, 3_000_000).jobs, 1);
+        assert!(plan_for(2, 206_790_527).why.contains("--jobs 2"));
+    }
 }

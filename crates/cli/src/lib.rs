@@ -179,8 +179,8 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Compare every host of a run in bounded memory: each host file is decoded on one of
-    /// --jobs threads, reduced to a summary (steps, breakdown, ops, module peaks) and dropped;
+    /// Compare every host of a run in bounded memory: each host file is decoded (--jobs at
+    /// once), reduced to a summary (steps, breakdown, ops, module peaks) and dropped;
     /// per-host step statistics, stragglers, clocks, ops and memory across hosts. Summaries are
     /// cached as Parquet, so a second run decodes nothing. Exit 2 when a host file could not be
     /// read.
@@ -190,7 +190,8 @@ enum Cmd {
         /// Only this session (default: every session below PATH, hosts named session/host).
         #[arg(long)]
         run: Option<String>,
-        /// Worker threads (default: the machine's cores).
+        /// Hosts decoded at once (default: one per core while their peaks, ~1.8x the largest
+        /// host file each, fit within twice that file, else one at a time on every core).
         #[arg(long)]
         jobs: Option<usize>,
         /// Print JSON instead of text.
@@ -216,7 +217,8 @@ enum Cmd {
         /// Where the tables go.
         #[arg(long)]
         out: String,
-        /// Worker threads (default: the machine's cores).
+        /// Hosts decoded at once (default: one per core while their peaks, ~1.8x the largest
+        /// host file each, fit within twice that file, else one at a time on every core).
         #[arg(long)]
         jobs: Option<usize>,
     },
@@ -235,7 +237,7 @@ enum Cmd {
         run: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
-        /// Worker threads for summarising (default: the machine's cores).
+        /// Hosts decoded at once for summarising (default as for `xlens hosts`).
         #[arg(long)]
         jobs: Option<usize>,
         /// Run the query on an Apache DataFusion Ballista cluster, given its scheduler
@@ -479,13 +481,13 @@ where
         } => hosts_command(
             &path,
             run.as_deref(),
-            hosts::jobs(jobs),
+            jobs,
             json,
             no_cache,
             write_summaries,
             timings,
         ),
-        Cmd::Summarize { paths, out, jobs } => summarize_command(&paths, &out, hosts::jobs(jobs)),
+        Cmd::Summarize { paths, out, jobs } => summarize_command(&paths, &out, jobs),
         Cmd::Sql {
             query,
             paths,
@@ -498,7 +500,7 @@ where
             &paths,
             run.as_deref(),
             format,
-            hosts::jobs(jobs),
+            jobs,
             ballista.as_deref(),
         ),
         Cmd::Ballista { role, args } => ballista_command(role, args),
@@ -765,7 +767,7 @@ fn diff(
 fn hosts_command(
     path: &Path,
     run: Option<&str>,
-    jobs: usize,
+    jobs: Option<usize>,
     json: bool,
     no_cache: bool,
     write_summaries: bool,
@@ -798,8 +800,9 @@ fn hosts_command(
     let cache = hosts::SummaryCache {
         dir: (!no_cache).then(hosts::SummaryCache::default_dir),
     };
+    let plan = hosts::plan(jobs, &sessions);
     let t = std::time::Instant::now();
-    let (mut summaries, mut times) = hosts::summarize(&sessions, jobs, &cache);
+    let (mut summaries, mut times) = hosts::summarize(&sessions, plan.jobs, &cache);
     let (files, decoded) = (
         times.len(),
         times
@@ -849,10 +852,13 @@ fn hosts_command(
         String::new()
     };
     eprintln!(
-        "xlens: {files} host file(s) summarised in {:.2} s on {jobs} thread(s): {decoded} decoded, {} from the cache{left_out}",
+        "xlens: {files} host file(s) summarised in {:.2} s: {decoded} decoded, {} from the cache{left_out}",
         t.elapsed().as_secs_f64(),
         files - decoded
     );
+    if decoded > 0 {
+        eprintln!("xlens: {}", plan.why);
+    }
     // The figures the memory bound is stated in (peak RSS under twice the largest host file
     // plus the summaries, with one host decoded at a time).
     let largest = summaries.iter().map(|s| s.file_bytes).max().unwrap_or(0);
@@ -909,7 +915,7 @@ fn sql_command(
     paths: &[PathBuf],
     run: Option<&str>,
     format: Format,
-    jobs: usize,
+    jobs: Option<usize>,
     ballista: Option<&str>,
 ) -> Result<()> {
     let mut files: Vec<(&'static str, Vec<PathBuf>)> = xlens_tables::TABLES
@@ -952,7 +958,7 @@ fn sql_command(
             })
             .filter(|s| !s.hosts.is_empty())
             .collect();
-        let (summaries, _) = hosts::summarize(&missing, jobs, &cache);
+        let (summaries, _) = hosts::summarize(&missing, hosts::plan(jobs, &missing).jobs, &cache);
         for s in summaries.iter().filter(|s| s.error.is_some()) {
             eprintln!(
                 "xlens: could not read {}: {} (not in the tables)",
@@ -1068,7 +1074,7 @@ fn sql_run(
 }
 
 /// `xlens summarize`.
-fn summarize_command(paths: &[PathBuf], out: &str, jobs: usize) -> Result<()> {
+fn summarize_command(paths: &[PathBuf], out: &str, jobs: Option<usize>) -> Result<()> {
     let mut sessions = Vec::new();
     for p in paths {
         let found = discover(p)?;
@@ -1076,7 +1082,7 @@ fn summarize_command(paths: &[PathBuf], out: &str, jobs: usize) -> Result<()> {
         sessions.extend(found);
     }
     let cache = hosts::SummaryCache { dir: None };
-    let (summaries, _) = hosts::summarize(&sessions, jobs, &cache);
+    let (summaries, _) = hosts::summarize(&sessions, hosts::plan(jobs, &sessions).jobs, &cache);
     let n = hosts::write_summaries(&summaries, out)?;
     let unread: Vec<_> = summaries.iter().filter(|s| s.error.is_some()).collect();
     eprintln!(
