@@ -13,7 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIG=${1:-}
 OUT=${OUT:-/tmp/xlens-many-hosts}
-JOBS=${JOBS:-$(nproc)}
+# Hosts decoded at once: `auto` (xlens's own choice, from the memory bound) or a number.
+JOBS=${JOBS:-auto}
+jobs_arg=()
+[ "$JOBS" = auto ] || jobs_arg=(--jobs "$JOBS")
 cargo build --release -q -p xlens --bin xlens --example many_hosts
 X=$PWD/target/release/xlens
 G=$PWD/target/release/examples/many_hosts
@@ -34,14 +37,15 @@ fi
 # largest host file plus what the summaries hold, as `xlens hosts` states them on stderr.
 open_once() {
   local dir=$1 json=$2
-  /usr/bin/time -f "%e %M" -o "$OUT/time" "$X" hosts "$dir" --jobs "$JOBS" --json >"$json" 2>"$OUT/log" || {
+  /usr/bin/time -f "%e %M" -o "$OUT/time" "$X" hosts "$dir" "${jobs_arg[@]}" --json >"$json" 2>"$OUT/log" || {
     cat "$OUT/log" >&2
     exit 1
   }
-  local bound
+  local bound at_once
+  at_once=$(sed -n 's/^xlens: \([0-9]*\) hosts\{0,1\}\((s)\)\{0,1\} at a time.*/\1/p' "$OUT/log")
   bound=$(sed -n 's/.*largest host file \([0-9.]*\) MB; the summaries hold \([0-9.]*\) MB.*/\1 \2/p' "$OUT/log" |
     awk '{printf "%.0f", 2 * $1 + $2}')
-  awk -v b="${bound:-?}" '{printf "%s %.0f %s\n", $1, $2 / 1024, b}' "$OUT/time"
+  awk -v b="${bound:-?}" -v j="${at_once:--}" '{printf "%s %.0f %s %s\n", $1, $2 / 1024, b, j}' "$OUT/time"
 }
 
 printf '%-6s %10s %8s %10s %11s %9s %16s %12s %9s\n' hosts "input MB" jobs "first s" "ms/host" "peak MB" "2xfile+summ MB" "second s" "peak MB"
@@ -50,11 +54,11 @@ for s in "${sessions[@]}"; do
   n=$1 dir=$2
   mb=$(find "$dir" -name '*.xplane.pb' -printf '%s\n' | awk '{s += $1} END {printf "%.0f", s / 1e6}')
   rm -rf "$XLENS_CACHE_DIR"
-  read -r t1 m1 b1 < <(open_once "$dir" "$OUT/first.json")
-  read -r t2 m2 _ < <(open_once "$dir" "$OUT/second.json")
+  read -r t1 m1 b1 j1 < <(open_once "$dir" "$OUT/first.json")
+  read -r t2 m2 _ _ < <(open_once "$dir" "$OUT/second.json")
   cmp -s "$OUT/first.json" "$OUT/second.json" || { echo "second open differs from the first" >&2; exit 1; }
   per=$(awk -v t="$t1" -v n="$n" 'BEGIN {printf "%.0f", t / n * 1000}')
-  printf '%-6s %10s %8s %10s %11s %9s %16s %12s %9s\n' "$n" "$mb" "$JOBS" "$t1" "$per" "$m1" "$b1" "$t2" "$m2"
+  printf '%-6s %10s %8s %10s %11s %9s %16s %12s %9s\n' "$n" "$mb" "$j1" "$t1" "$per" "$m1" "$b1" "$t2" "$m2"
   python3 - "$OUT/first.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -335,7 +335,7 @@ pub fn plan(arg: Option<usize>, sessions: &[Session]) -> Plan {
         let n = n.max(1);
         return Plan {
             jobs: n,
-            why: format!("{n} host(s) at once (--jobs)"),
+            why: format!("{n} host(s) at a time (--jobs)"),
         };
     }
     let largest = sessions
@@ -357,17 +357,26 @@ fn plan_for(cores: usize, largest: u64) -> Plan {
     };
     let jobs = fit.clamp(1, cores.max(1));
     let mb = |b: f64| b / 1e6;
+    let hosts = |n: usize| {
+        if n == 1 {
+            "1 host".to_string()
+        } else {
+            format!("{n} hosts")
+        }
+    };
     let why = if jobs < cores {
         format!(
-            "{jobs} host(s) at once on {cores} cores: a host peaks at ~{:.0} MB ({PEAK_PER_FILE_BYTE}x the largest file, {:.1} MB), \
-             and {} at once would pass the bound of {:.0} MB; --jobs {cores} is faster and takes more memory",
+            "{} at a time on {cores} cores: a host peaks at ~{:.0} MB ({PEAK_PER_FILE_BYTE}x the \
+             largest file, {:.1} MB), and {} at once would pass the bound of {:.0} MB; \
+             --jobs {cores} is faster and takes more memory",
+            hosts(jobs),
             mb(peak),
             mb(largest as f64),
             jobs + 1,
             mb(budget)
         )
     } else {
-        format!("{jobs} host(s) at once, one per core")
+        format!("{} at a time, one per core", hosts(jobs))
     };
     Plan { jobs, why }
 }

@@ -175,6 +175,14 @@ fn shifted_clocks_are_aligned_on_step_ends() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["clocks"].as_array().unwrap(), &aligned);
+    // Without --jobs, files this small (far under the bound's floor) go one per core.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_core = match cores {
+        1 => "xlens: 1 host at a time, one per core".to_string(),
+        n => format!("xlens: {n} hosts at a time, one per core"),
+    };
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(log.contains(&per_core), "{log}");
     let raw = clocks(&["--no-align"]);
     for (i, c) in raw.iter().enumerate() {
         assert_eq!(c["basis"], "raw clock");
