@@ -323,31 +323,43 @@ pub const BOUND_FLOOR: u64 = 256 << 20;
 pub struct Plan {
     pub jobs: usize,
     pub why: String,
+    /// The most bytes one host's decoder reads (a gzip file's inflated size,
+    /// [`xlens_store::inflated_size_hint`]), and the size on disk of that file.
+    pub largest_read: u64,
+    pub largest_read_stored: u64,
 }
 
 /// Hosts decoded at once: `--jobs`, else as many as the machine has cores while their peaks
-/// ([`PEAK_PER_FILE_BYTE`] times the largest file) fit within twice the largest file (at least
-/// [`BOUND_FLOOR`]), so that the memory stays within the bound whatever the host count. One host
-/// at a time still uses every core for that host.
+/// ([`PEAK_PER_FILE_BYTE`] times the largest file, inflated where it is gzip: what its decoder
+/// reads) fit within twice that (at least [`BOUND_FLOOR`]), so that the memory stays within the
+/// bound whatever the host count. One host at a time still uses every core for that host.
 pub fn plan(arg: Option<usize>, sessions: &[Session]) -> Plan {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Some(n) = arg {
-        let n = n.max(1);
-        return Plan {
-            jobs: n,
-            why: format!("{n} host(s) at a time (--jobs)"),
-        };
-    }
-    let largest = sessions
+    let (largest, stored) = sessions
         .iter()
         .flat_map(|s| &s.hosts)
-        .map(|h| h.bytes)
+        .map(|h| (xlens_store::inflated_size_hint(h), h.bytes))
         .max()
-        .unwrap_or(0);
-    plan_for(cores, largest)
+        .unwrap_or((0, 0));
+    let hosts = sessions.iter().map(|s| s.hosts.len()).sum();
+    let mut plan = match arg {
+        Some(n) => {
+            let n = n.max(1);
+            Plan {
+                jobs: n,
+                why: format!("{n} host(s) at a time (--jobs)"),
+                largest_read: 0,
+                largest_read_stored: 0,
+            }
+        }
+        None => plan_for(cores, hosts, largest),
+    };
+    plan.largest_read = largest;
+    plan.largest_read_stored = stored;
+    plan
 }
 
-fn plan_for(cores: usize, largest: u64) -> Plan {
+fn plan_for(cores: usize, hosts: usize, largest: u64) -> Plan {
     let budget = (2 * largest).max(BOUND_FLOOR) as f64;
     let peak = PEAK_PER_FILE_BYTE * largest as f64;
     let fit = if peak > 0.0 {
@@ -355,30 +367,38 @@ fn plan_for(cores: usize, largest: u64) -> Plan {
     } else {
         cores
     };
-    let jobs = fit.clamp(1, cores.max(1));
+    let most = cores.min(hosts).max(1);
+    let jobs = fit.clamp(1, most);
     let mb = |b: f64| b / 1e6;
-    let hosts = |n: usize| {
+    let hosts_text = |n: usize| {
         if n == 1 {
             "1 host".to_string()
         } else {
             format!("{n} hosts")
         }
     };
-    let why = if jobs < cores {
+    let why = if jobs < most {
         format!(
             "{} at a time on {cores} cores: a host peaks at ~{:.0} MB ({PEAK_PER_FILE_BYTE}x the \
-             largest file, {:.1} MB), and {} at once would pass the bound of {:.0} MB; \
+             largest file's {:.1} MB), and {} at once would pass the bound of {:.0} MB; \
              --jobs {cores} is faster and takes more memory",
-            hosts(jobs),
+            hosts_text(jobs),
             mb(peak),
             mb(largest as f64),
             jobs + 1,
             mb(budget)
         )
+    } else if jobs == 1 {
+        format!("1 host at a time, on every core ({cores})")
     } else {
-        format!("{} at a time, one per core", hosts(jobs))
+        format!("{} at a time, one per core", hosts_text(jobs))
     };
-    Plan { jobs, why }
+    Plan {
+        jobs,
+        why,
+        largest_read: largest,
+        largest_read_stored: largest,
+    }
 }
 
 /// Writes each summary's tables under `out` (a folder or a bucket URL):
@@ -589,16 +609,24 @@ mod tests {
     #[test]
     fn hosts_at_once_fit_twice_the_largest_file() {
         // The 207 MB profile: one host peaks at ~372 MB, two would take ~744 MB > 414 MB.
-        assert_eq!(plan_for(2, 206_790_527).jobs, 1);
-        assert_eq!(plan_for(16, 206_790_527).jobs, 1);
+        assert_eq!(plan_for(2, 256, 206_790_527).jobs, 1);
+        assert_eq!(plan_for(16, 256, 206_790_527).jobs, 1);
         // A 100 MB file: 180 MB a host, the floor of 256 MiB holds one.
-        assert_eq!(plan_for(2, 100_000_000).jobs, 1);
+        assert_eq!(plan_for(2, 256, 100_000_000).jobs, 1);
         // 60 MB: 108 MB a host, two fit in 256 MiB (268 MB), not three.
-        assert_eq!(plan_for(2, 60_000_000).jobs, 2);
-        assert_eq!(plan_for(8, 60_000_000).jobs, 2);
-        // The GPU sample's 3 MB hosts: one per core.
-        assert_eq!(plan_for(2, 3_000_000).jobs, 2);
-        assert_eq!(plan_for(1, 3_000_000).jobs, 1);
-        assert!(plan_for(2, 206_790_527).why.contains("--jobs 2"));
+        assert_eq!(plan_for(2, 256, 60_000_000).jobs, 2);
+        assert_eq!(plan_for(8, 256, 60_000_000).jobs, 2);
+        // The GPU sample's 3 MB hosts: one per core, never more than there are hosts.
+        assert_eq!(plan_for(2, 64, 3_000_000).jobs, 2);
+        assert_eq!(plan_for(1, 64, 3_000_000).jobs, 1);
+        assert_eq!(plan_for(8, 3, 3_000_000).jobs, 3);
+        assert_eq!(plan_for(2, 1, 3_000_000).jobs, 1);
+        assert!(plan_for(2, 256, 206_790_527).why.contains("--jobs 2"));
+        assert_eq!(
+            plan_for(2, 1, 3_000_000).why,
+            "1 host at a time, on every core (2)"
+        );
+        // One large host alone is not said to be held back by memory.
+        assert!(!plan_for(2, 1, 206_790_527).why.contains("bound"));
     }
 }

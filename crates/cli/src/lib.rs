@@ -868,6 +868,14 @@ fn hosts_command(
         largest as f64 / 1e6,
         held as f64 / 1e6
     );
+    if plan.largest_read > plan.largest_read_stored {
+        // A gzip file: its decoder reads (and the bound is about) the inflated text.
+        eprintln!(
+            "xlens: inflated, the largest host file ({:.1} MB gzip) is {:.1} MB",
+            plan.largest_read_stored as f64 / 1e6,
+            plan.largest_read as f64 / 1e6
+        );
+    }
     if write_summaries {
         for s in sessions
             .iter()

@@ -178,7 +178,7 @@ fn shifted_clocks_are_aligned_on_step_ends() {
     // Without --jobs, files this small (far under the bound's floor) go one per core.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_core = match cores {
-        1 => "xlens: 1 host at a time, one per core".to_string(),
+        1 => "xlens: 1 host at a time, on every core (1)".to_string(),
         n => format!("xlens: {n} hosts at a time, one per core"),
     };
     let log = String::from_utf8_lossy(&o.stderr);

@@ -753,6 +753,25 @@ fn size_and_gzip(local: &Path, path: &Path) -> Result<(u64, bool), StoreError> {
     Ok((len, n == 2 && magic == [0x1f, 0x8b]))
 }
 
+/// How many bytes a host file's decoder reads: for a local gzip file, the size its trailer states
+/// (when plausible; modulo 4 GiB, so a larger text may count less), else its size as listed (a
+/// bucket's gzip files too, whose trailer is not fetched for this).
+pub fn inflated_size_hint(file: &HostFile) -> u64 {
+    if bucket_url(&file.path).is_some() {
+        return file.bytes;
+    }
+    let Ok((len, true)) = size_and_gzip(&file.path, &file.path) else {
+        return file.bytes;
+    };
+    let Ok(mut f) = fs::File::open(&file.path) else {
+        return file.bytes;
+    };
+    match gzip_size_hint(&mut f, len) {
+        0 => file.bytes,
+        n => n as u64,
+    }
+}
+
 /// The uncompressed size a gzip file states in its last four bytes (modulo 4 GiB, of its last
 /// member), when plausible, to size the output once instead of growing (and copying) it while
 /// inflating; 0 otherwise. Leaves `f` at its start.
@@ -864,6 +883,34 @@ pub fn cache_dir() -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gzip_files_inflated_size_from_its_trailer() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch/two_ranks");
+        let host = |name: &str, bytes: u64| HostFile {
+            host: "h".into(),
+            path: dir.join(name),
+            bytes,
+            format: Format::ChromeTrace,
+            rank: None,
+        };
+        // `gunzip -c FILE | wc -c`: 1,759,570 bytes from 124,247.
+        let gz = host("hta-trace_filter-sampled_rank-0.json.gz", 124_247);
+        assert_eq!(inflated_size_hint(&gz), 1_759_570);
+        // Not gzip, or not there: the size as listed.
+        let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/README.md");
+        let plain = HostFile {
+            path: readme,
+            ..host("x", 77)
+        };
+        assert_eq!(inflated_size_hint(&plain), 77);
+        assert_eq!(inflated_size_hint(&host("missing.json.gz", 5)), 5);
+        let bucket = HostFile {
+            path: PathBuf::from("gs://b/p/h.pt.trace.json.gz"),
+            ..host("x", 9)
+        };
+        assert_eq!(inflated_size_hint(&bucket), 9);
+    }
 
     #[test]
     fn classifies_profile_names() {
