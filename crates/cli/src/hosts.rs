@@ -173,18 +173,6 @@ fn summarize_one(
     }
 }
 
-/// The C heap's free pages back to the system (one host at a time: the pages left by a host go
-/// back before the next host's peak; 207 MB hosts: 8 of them peak at 421 -> 409 MB). Not with
-/// several jobs, where the pages are soon wanted again and faulting them back cost 0.6-2.6 s
-/// more system time over 32 hosts.
-fn trim_c_heap() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: only returns free memory of the C heap to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 type Slots = Mutex<Vec<Option<(HostSummary, HostTiming)>>>;
 
 fn record(out: &Slots, i: usize, h: &HostFile, s: HostSummary, src: Source, ms: f64, lo: u64) {
@@ -229,12 +217,13 @@ pub fn summarize(
             type Handed = (usize, HostSummary, Box<Analysis>, u64, f64);
             let (tx, rx) = std::sync::mpsc::sync_channel::<Handed>(0);
             let (work, out, shared) = (&work, &out, &shared);
-            // A decoded host's rest: dropped, cached, the C heap trimmed, its timing recorded.
+            // A decoded host's rest: dropped, cached, its timing recorded. (The C heap is not
+            // trimmed after each host: over 256 hosts of the 207 MB profile that cost 5.7 s,
+            // 7.7 %, for 6 MB less at the peak; PERFORMANCE.md.)
             let rest = move |(i, summary, a, left_out, head_ms): Handed| {
                 let (s, h) = work[i];
                 let t = Instant::now();
                 tail(s, h, cache, &summary, a);
-                trim_c_heap();
                 let ms = head_ms + t.elapsed().as_secs_f64() * 1e3;
                 record(out, i, h, summary, Source::Decoded, ms, left_out);
             };
