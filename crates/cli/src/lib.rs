@@ -191,7 +191,8 @@ enum Cmd {
         #[arg(long)]
         run: Option<String>,
         /// Hosts decoded at once (default: one per core while their peaks, ~1.8x the largest
-        /// host file each, fit within twice that file, else one at a time on every core).
+        /// host file each, inflated for a .gz, fit within twice that, else one at a time on
+        /// every core).
         #[arg(long)]
         jobs: Option<usize>,
         /// Print JSON instead of text.
@@ -218,7 +219,8 @@ enum Cmd {
         #[arg(long)]
         out: String,
         /// Hosts decoded at once (default: one per core while their peaks, ~1.8x the largest
-        /// host file each, fit within twice that file, else one at a time on every core).
+        /// host file each, inflated for a .gz, fit within twice that, else one at a time on
+        /// every core).
         #[arg(long)]
         jobs: Option<usize>,
     },
