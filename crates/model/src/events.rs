@@ -16,6 +16,8 @@ pub struct Events {
     dur: Vec<i64>,
     meta: Vec<u32>,
     depth: std::sync::OnceLock<Vec<u16>>,
+    /// [`Events::span`], computed on first use (reset by [`Events::shift`]).
+    span: std::sync::OnceLock<Option<(i64, i64)>>,
     /// `stat_off[i]..stat_off[i+1]` is event `i`'s range in `stats`; has `len() + 1` entries.
     stat_off: Vec<u32>,
     stats: Vec<u8>,
@@ -171,11 +173,14 @@ impl Events {
             + self.occurrences.capacity() * 16
     }
 
-    /// Earliest start and latest end, if any event exists.
+    /// Earliest start and latest end, if any event exists (computed once: a profile's span
+    /// reads every event, and a summary asks for it after the parallel part of its work).
     pub fn span(&self) -> Option<(i64, i64)> {
-        let first = *self.start.first()?;
-        let end = (0..self.len()).map(|i| self.end(i)).max()?;
-        Some((first, end))
+        *self.span.get_or_init(|| {
+            let first = *self.start.first()?;
+            let end = (0..self.len()).map(|i| self.end(i)).max()?;
+            Some((first, end))
+        })
     }
 
     /// Index of the first event whose start is `>= t`.
@@ -255,6 +260,7 @@ impl Events {
 
     /// Shifts every start by `delta` picoseconds (saturating at the ends of the `i64` range).
     pub fn shift(&mut self, delta: i64) {
+        self.span = std::sync::OnceLock::new();
         // Starts are sorted: when neither end overflows no start does, and a plain add (which
         // vectorises) gives what the saturating one would.
         let fits = |s: Option<&i64>| s.is_none_or(|s| s.checked_add(delta).is_some());
@@ -293,6 +299,7 @@ impl EventsBuilder {
             dur: Vec::with_capacity(events),
             meta: Vec::with_capacity(events),
             depth: std::sync::OnceLock::new(),
+            span: std::sync::OnceLock::new(),
             stat_off: Vec::with_capacity(events + 1),
             stats: Vec::with_capacity(stat_bytes),
             occurrences: Vec::new(),
@@ -640,5 +647,18 @@ mod tests {
         assert_eq!(ev.self_times(), vec![40, 40, 10, 8, 2]);
         assert_eq!(ev.lower_bound(60), 3);
         assert_eq!(ev.span(), Some((0, 100)));
+    }
+
+    #[test]
+    fn span_follows_shifts() {
+        // The latest end is not the last event's: (10, 50) ends at 60, after (40, 5).
+        let mut ev = build(&[(10, 50), (40, 5)]);
+        assert_eq!(ev.span(), Some((10, 60)));
+        ev.shift(-10);
+        assert_eq!(ev.span(), Some((0, 50)));
+        ev.shift(i64::MAX);
+        // Starts saturate at i64::MAX, and so do the ends.
+        assert_eq!(ev.span(), Some((i64::MAX, i64::MAX)));
+        assert_eq!(build(&[]).span(), None);
     }
 }

@@ -12,6 +12,7 @@ use xlens_model::Profile;
 use xlens_store::{HostFile, Session};
 
 use crate::base::allocators::{memory_profile, MemoryProfile};
+use crate::base::cost_model::{module_costs, ModuleCosts};
 use crate::base::device::{device_info, DeviceInfo};
 use crate::base::headroom::{memory_headroom, Headroom};
 use crate::base::heap::{module_memories, ModuleMemory};
@@ -84,6 +85,8 @@ pub struct Analysis {
     hta: OnceLock<Arc<crate::base::hta::HtaTrace>>,
     host_framework_ops: OnceLock<Arc<HostFrameworkOps>>,
     hlo: OnceLock<Arc<HloIndex>>,
+    /// The cost model's figures per HLO module of `hlo`, each computed once when asked for.
+    module_costs: OnceLock<Vec<OnceLock<Arc<ModuleCosts>>>>,
     /// Op tables per peak figures (they depend on the peaks the user states).
     hlo_ops: Keyed<PeaksKey, HostOps>,
     /// Every HLO module's heap, per memory space.
@@ -107,6 +110,7 @@ impl Analysis {
             hta: OnceLock::new(),
             host_framework_ops: OnceLock::new(),
             hlo: OnceLock::new(),
+            module_costs: OnceLock::new(),
             hlo_ops: Keyed::new(),
             module_memories: Keyed::new(),
             step_totals: Keyed::new(),
@@ -215,6 +219,22 @@ impl Analysis {
         self.hlo
             .get_or_init(|| Arc::new(hlo_index(&self.profile)))
             .clone()
+    }
+
+    /// The cost model's figures for every instruction of module `k` of [`Analysis::hlo`]
+    /// ([`module_costs`]), computed once; `None` when there is no such module.
+    pub fn module_costs(&self, k: usize) -> Option<Arc<ModuleCosts>> {
+        let idx = self.hlo();
+        let m = idx.modules.get(k)?;
+        let cells = self
+            .module_costs
+            .get_or_init(|| idx.modules.iter().map(|_| OnceLock::new()).collect());
+        Some(
+            cells
+                .get(k)?
+                .get_or_init(|| Arc::new(module_costs(m)))
+                .clone(),
+        )
     }
 
     /// The op table against `user`'s peaks ([`crate::base::hlo_ops`]).

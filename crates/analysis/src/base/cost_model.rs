@@ -700,7 +700,10 @@ impl<'m> CostModel<'m> {
 }
 
 /// The cost of every instruction of a module, by instruction id.
-pub fn module_costs(m: &HloModule) -> HashMap<i64, Cost> {
+/// The cost of every instruction of a module, by instruction id.
+pub type ModuleCosts = HashMap<i64, Cost>;
+
+pub fn module_costs(m: &HloModule) -> ModuleCosts {
     let mut model = CostModel::new(m);
     let mut out = HashMap::new();
     if let Some(hm) = m.proto.hlo_module.as_ref() {

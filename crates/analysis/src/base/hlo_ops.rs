@@ -17,7 +17,7 @@ use xlens_proto::xla::HloInstructionProto;
 use xlens_wire::{fields, Value};
 
 use crate::base::context::Analysis;
-use crate::base::cost_model::{instruction_name_of, module_costs, Cost};
+use crate::base::cost_model::{instruction_name_of, Cost};
 use crate::base::device::DeviceKind;
 use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
 use crate::base::op_metrics::OpMetric;
@@ -341,15 +341,14 @@ pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
     }
     let facts = meta_facts(p);
     let device_totals = device_total_times(p);
-    let mut costs: HashMap<usize, HashMap<i64, Cost>> = HashMap::new();
     let total_time_ps = db.total_self_time_ps.saturating_add(db.idle_ps);
     let mut ops: Vec<OpRow> = Vec::with_capacity(db.ops.len());
     for o in &db.ops {
         ops.push(op_row(
             p,
             o,
+            a,
             &idx,
-            &mut costs,
             &facts,
             &device_totals,
             cost_source,
@@ -457,8 +456,8 @@ fn meta_facts(p: &Profile) -> HashMap<(Option<u64>, String), MetaFacts> {
 fn op_row(
     p: &Profile,
     o: &OpMetric,
+    a: &Analysis,
     idx: &HloIndex,
-    costs: &mut HashMap<usize, HashMap<i64, Cost>>,
     facts: &HashMap<(Option<u64>, String), MetaFacts>,
     device_totals: &HashMap<(Option<u64>, String), i64>,
     cost_source: CostSource,
@@ -498,23 +497,24 @@ fn op_row(
         (CostSource::Xla, m, i) => {
             let fused = match (m, i, mi) {
                 (Some(m), Some(i), Some(k)) if text && i.opcode == "fusion" => {
-                    let c = costs.entry(k).or_insert_with(|| module_costs(m));
-                    fused_children(m, c, i, 0)
+                    match a.module_costs(k) {
+                        Some(c) => fused_children(m, &c, i, 0),
+                        None => Vec::new(),
+                    }
                 }
                 _ => Vec::new(),
             };
             (o.flops, o.bytes_accessed, CostSource::Xla, fused)
         }
         (_, Some(m), Some(i)) => {
-            let k = mi.unwrap_or(0);
-            let c = costs.entry(k).or_insert_with(|| module_costs(m));
+            let c = a.module_costs(mi.unwrap_or(0)).unwrap_or_default();
             let cost = c.get(&i.id).copied().unwrap_or_default();
             (
                 cost.flops as f64 * occ,
                 cost.bytes_accessed as f64 * occ,
                 CostSource::CostModel,
                 if text {
-                    fused_children(m, c, i, 0)
+                    fused_children(m, &c, i, 0)
                 } else {
                     Vec::new()
                 },

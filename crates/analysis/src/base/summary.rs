@@ -130,6 +130,16 @@ impl HostSummary {
         // while the other waits.
         let (db, _) = a.steps_and_op_metrics_beside(|| {
             a.module_memories(MEMORY_SPACE);
+            // The op table's costs from the cost model, by module (nearly every module of a
+            // run has ops): here they share the cores with the step grouping; in the op table
+            // they ran with one core idle. Not where ops may carry XLA's own figures, which
+            // the op table takes instead.
+            let p = a.profile();
+            if p.key("flops").is_none() && p.key("bytes_accessed").is_none() {
+                for k in 0..a.hlo().modules.len() {
+                    a.module_costs(k);
+                }
+            }
         });
         let p = a.profile();
         // Not the cached full table: the summary keeps no HLO text. Beside it, the ends of
