@@ -200,3 +200,83 @@ fn the_hosts_of_a_run_share_their_ops_texts_and_count_them_once() {
     assert_eq!(heap_bytes_of_all(&both), ha + hb - texts);
     assert_eq!(heap_bytes_of_all(&both[..1]), ha);
 }
+
+/// Hosts of a run pass their HLO modules, and what was derived from them, on through one
+/// `SharedHlo`: a host takes them only when its serialized modules are the same (here: the same
+/// file read again, or another with the same modules), and every host's summary is what it is
+/// alone, whichever host came before.
+#[test]
+fn a_host_adopts_the_hlo_of_the_host_before_only_when_its_modules_are_the_same() {
+    use xlens_analysis::base::context::SharedHlo;
+    let mut files = Vec::new();
+    for logdir in [
+        "fixtures/logdir",
+        "fixtures/logdir_bottlenecks",
+        "fixtures/diff_pair",
+    ] {
+        for s in xlens_store::discover(&common::root().join(logdir)).expect("sessions") {
+            for h in &s.hosts {
+                if matches!(h.format, xlens_store::Format::XSpace) {
+                    files.push((s.name.clone(), h.clone()));
+                }
+            }
+        }
+    }
+    // Every serialized module of a profile, read here from its metadata plane's stats.
+    let modules_of = |p: &Profile| -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        for plane in p
+            .planes
+            .iter()
+            .filter(|pl| p.str(pl.name) == "/host:metadata")
+        {
+            for m in &plane.event_metadata {
+                for st in m.stats().iter() {
+                    if let (true, xlens_model::StatValue::Bytes(b)) =
+                        (p.strings.get(st.key) == "Hlo Proto", st.value)
+                    {
+                        out.push((p.str(m.name).to_string(), p.blob(b).to_vec()));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let shared = SharedHlo::default();
+    let (mut adopted, mut with_modules, mut from_another_file) = (0, 0, 0);
+    let mut held: Option<Vec<(String, Vec<u8>)>> = None;
+    let mut last_path: Option<std::path::PathBuf> = None;
+    // Each file twice in a row, then the next: the second read adopts the first's.
+    for (session, h) in files.iter().flat_map(|x| [x, x]) {
+        let alone = {
+            let p = load_host_for(h, Reads::Summary).expect("summary read");
+            HostSummary::of(session, h, &Analysis::new(p.into()))
+        };
+        let p = load_host_for(h, Reads::Summary).expect("summary read");
+        let mine = modules_of(&p);
+        let a = Analysis::new(p.into());
+        // Taken exactly when the modules last offered (by a host that had some, and not let go
+        // since by a host of another program) are these, under the same names.
+        let same = !mine.is_empty() && held.as_ref() == Some(&mine);
+        let took = a.adopt_hlo(&shared);
+        if !took && !mine.is_empty() {
+            held = None;
+        }
+        let sum = HostSummary::of_sharing(session, h, &a, &SharedText::default());
+        assert!(sum == alone, "{}: adopted {took}", h.path.display());
+        assert_eq!(a.hlo().modules.len(), mine.len());
+        assert_eq!(took, same, "{}", h.path.display());
+        adopted += usize::from(took);
+        with_modules += usize::from(!mine.is_empty());
+        from_another_file += usize::from(took && last_path.as_ref() != Some(&h.path));
+        a.offer_hlo(&shared);
+        if !mine.is_empty() {
+            held = Some(mine);
+        }
+        last_path = Some(h.path.clone());
+    }
+    assert!(with_modules >= 6, "{with_modules} reads with HLO modules");
+    // Every second read of a file, and the first of a file whose modules are those of the
+    // file before.
+    assert_eq!(adopted * 2, with_modules + from_another_file);
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
-use xlens_analysis::base::context::Analysis;
+use xlens_analysis::base::context::{Analysis, SharedHlo};
 use xlens_analysis::base::summary::{HostSummary, SharedText, SUMMARY_VERSION};
 use xlens_store::{HostFile, Session};
 
@@ -109,6 +109,15 @@ impl SummaryCache {
     }
 }
 
+/// What the hosts of a run share: the texts of their ops (mostly the same ops), kept once for
+/// all, and the HLO modules of one host with what was derived from them, which the next host
+/// adopts when its modules are the same (hosts of one program).
+#[derive(Default)]
+struct Sharing {
+    text: SharedText,
+    hlo: SharedHlo,
+}
+
 /// One host file of a run on its way to its summary: done (cached, or unreadable), or decoded
 /// and summarised, with its analysis still to drop and its summary to cache.
 enum Head {
@@ -117,8 +126,8 @@ enum Head {
 }
 
 /// The first part of [`summarize_one`]: the cache, else the decode and the summary.
-fn head(session: &Session, file: &HostFile, cache: &SummaryCache, shared: &SharedText) -> Head {
-    if let Some(s) = cache.get(file, session, shared) {
+fn head(session: &Session, file: &HostFile, cache: &SummaryCache, shared: &Sharing) -> Head {
+    if let Some(s) = cache.get(file, session, &shared.text) {
         return Head::Done(s, Source::Cached, 0);
     }
     // Pages come in as the decoder reaches them and go as it passes them: a host's file is
@@ -131,7 +140,9 @@ fn head(session: &Session, file: &HostFile, cache: &SummaryCache, shared: &Share
         Ok(p) => {
             let left_out = p.stats_left_out;
             let a = Analysis::new(std::sync::Arc::new(p));
-            let s = HostSummary::of_sharing(&session.name, file, &a, shared);
+            a.adopt_hlo(&shared.hlo);
+            let s = HostSummary::of_sharing(&session.name, file, &a, &shared.text);
+            a.offer_hlo(&shared.hlo);
             Head::Decoded(s, Box::new(a), left_out)
         }
         // Unreadable files are not cached: the next run says again what is wrong.
@@ -162,7 +173,7 @@ fn summarize_one(
     session: &Session,
     file: &HostFile,
     cache: &SummaryCache,
-    shared: &SharedText,
+    shared: &Sharing,
 ) -> (HostSummary, Source, u64) {
     match head(session, file, cache, shared) {
         Head::Done(s, source, left_out) => (s, source, left_out),
@@ -208,8 +219,7 @@ pub fn summarize(
     let next = AtomicUsize::new(0);
     let out: Slots = Mutex::new((0..work.len()).map(|_| None).collect());
     let jobs = jobs.clamp(1, work.len().max(1));
-    // The hosts of a run mostly have the same ops: their texts are kept once for all.
-    let shared = SharedText::default();
+    let shared = Sharing::default();
     if jobs == 1 {
         std::thread::scope(|sc| {
             // A rendezvous: `send` returns once the rest thread has taken the host, that is once
