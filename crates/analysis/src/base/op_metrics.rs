@@ -265,6 +265,8 @@ fn partial_metrics(
     let mut agg: Vec<(OpMetric, Vec<StrId>)> = Vec::new();
     let mut devices: Vec<DeviceTime> = Vec::new();
     let mut md_vals: (*const Plane, Vec<(bool, Vals)>) = (std::ptr::null(), Vec::new());
+    // `md_vals`'s first fields alone, which every event asks (a table that stays in cache).
+    let mut md_any_of: Vec<bool> = Vec::new();
     // Self times of the line at hand (one buffer for all lines).
     let mut self_buf: Vec<i64> = Vec::new();
     let hlo_op_key = p.key("hlo_op");
@@ -319,14 +321,14 @@ fn partial_metrics(
                     })
                     .collect(),
             );
+            md_any_of = md_vals.1.iter().map(|x| x.0).collect();
         }
         let (starts, durs, metas) = (ev.starts(), ev.durations(), ev.metadata_indices());
         let mut last_raw: Option<(RawKey, u32)> = None;
         for i in 0..ev.len() {
-            let Some(md) = plane.event_metadata.get(metas[i] as usize) else {
+            let Some(&md_any) = md_any_of.get(metas[i] as usize) else {
                 continue;
             };
-            let (md_any, ref mdv) = md_vals.1[metas[i] as usize];
             let stats = ev.stats(i);
             // Host threads: most events are no XLA op (no `hlo_op` stat), and many carry no
             // stats at all.
@@ -336,7 +338,14 @@ fn partial_metrics(
             {
                 continue;
             }
-            let mut vals: Vals = if md_any { *mdv } else { [None; N_FIELDS] };
+            let Some(md) = plane.event_metadata.get(metas[i] as usize) else {
+                continue;
+            };
+            let mut vals: Vals = if md_any {
+                md_vals.1[metas[i] as usize].1
+            } else {
+                [None; N_FIELDS]
+            };
             k.read(stats, &mut vals);
             if source == Some(OpSource::HostXlaOps) && vals[F_HLO_OP].is_none() {
                 continue;

@@ -720,6 +720,7 @@ fn flatten_with<'a>(p: &'a Profile, k: &Keys, tables: bool) -> Unmerged<'a> {
                     .collect();
                 PlaneInfo {
                     md_flows: md.iter().any(|x| x.2.set != 0),
+                    md_rare: md.iter().map(|x| x.0).collect(),
                     md,
                     pid: k
                         .process_id
@@ -977,6 +978,9 @@ const PARALLEL_MIN_EVENTS: u32 = 200_000;
 /// flow stats, and the plane's process id.
 struct PlaneInfo {
     md: Vec<(bool, Ctx, Flow)>,
+    /// `md`'s first field alone: what every event asks, in a table that stays in cache (`md`'s
+    /// entries are ~200 bytes each).
+    md_rare: Vec<bool>,
     md_flows: bool,
     pid: u64,
 }
@@ -1019,6 +1023,7 @@ fn flatten_line<'a>(
     // Consumers found in the stats (without the importer's list).
     let mut found_cons: Vec<FlowEnd> = Vec::new();
     let md: &[(bool, Ctx, Flow)] = info.map_or(&[], |x| &x.md);
+    let md_rare: &[bool] = info.map_or(&[], |x| &x.md_rare);
     let plane_pid = info.map_or(0, |x| x.pid);
     // The importer's list of flow ends stands for the stats when the events' flows are all
     // their own (no metadata flows, no `_pid`) and no other stat grouping reads can be there:
@@ -1042,25 +1047,26 @@ fn flatten_line<'a>(
     let mut stack: Vec<(i64, i64, u32)> = Vec::new();
     for i in 0..ev.len() {
         let g = base + i as u32;
-        let mdv = md.get(metas[i] as usize);
+        let mdv = || md.get(metas[i] as usize);
+        let md_is_rare = md_rare.get(metas[i] as usize).copied().unwrap_or(false);
         let mut f = Flow::default();
         let read_stats = table.is_none() || others;
         if read_stats || md_flows {
             // (With the list, only a metadata `_pid` counts: the importer keeps flows in
             // the stats on planes whose metadata have them.)
-            if let Some(x) = mdv {
+            if let Some(x) = mdv() {
                 f = x.2;
             }
         }
         let rare = if read_stats {
-            scan_stats(k, ev.stats(i), &mut f) || mdv.is_some_and(|x| x.0)
+            scan_stats(k, ev.stats(i), &mut f) || md_is_rare
         } else {
-            mdv.is_some_and(|x| x.0)
+            md_is_rare
         };
         let mut is_async = false;
         if rare {
             // The event's own stats override its metadata's.
-            let mut c = mdv.map(|x| x.1).unwrap_or_default();
+            let mut c = mdv().map(|x| x.1).unwrap_or_default();
             if read_stats {
                 read_ctx(k, ev.stats(i), &mut c);
             }
