@@ -86,9 +86,9 @@ impl<K: PartialEq, V> Keyed<K, V> {
 }
 
 /// The HLO modules of a host, and what was derived from them (the decoded index, the cost
-/// model's figures, the heaps), kept for the next hosts of a run. The hosts of one program carry
-/// the same modules byte for byte, and decoding, indexing and costing them again took about 3 %
-/// of each host's time (207 MB JAX profile: 1.9 MB of HLO). A host adopts them only when its
+/// model's figures, the heaps), kept for the next hosts of a run. The hosts of one program
+/// compile the same modules, and decoding, indexing and costing them again took about 3 % of each
+/// host's CPU (207 MB JAX profile: 1.9 MB of HLO). A host adopts them only when its
 /// own serialized modules are equal to those they were derived from (names, program ids and
 /// every byte), so its answers are what it would have derived itself. Several threads may
 /// share one; it holds one host's modules at a time.
