@@ -699,10 +699,10 @@ impl<'m> CostModel<'m> {
     }
 }
 
-/// The cost of every instruction of a module, by instruction id.
-/// The cost of every instruction of a module, by instruction id.
+/// Costs by instruction id.
 pub type ModuleCosts = HashMap<i64, Cost>;
 
+/// The cost of every instruction of a module, by instruction id.
 pub fn module_costs(m: &HloModule) -> ModuleCosts {
     let mut model = CostModel::new(m);
     let mut out = HashMap::new();
