@@ -13,6 +13,7 @@
 //! functions list the bucket and fetch a host file into the local cache, so no caller knows where
 //! bytes came from. A [`HostFile`]'s and a [`Session`]'s paths are then the URLs.
 
+pub mod gunzip;
 #[cfg(feature = "cloud")]
 mod remote;
 #[cfg(feature = "cloud")]
@@ -171,7 +172,7 @@ pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
     let gz = raw.starts_with(&[0x1f, 0x8b]);
     let mut unzipped = Vec::new();
     let head: &[u8] = if gz {
-        let r = flate2::read::MultiGzDecoder::new(raw)
+        let r = gunzip::Gunzip::new(raw)
             .take(SNIFF_BYTES)
             .read_to_end(&mut unzipped);
         if r.is_err() && unzipped.is_empty() {
@@ -621,7 +622,7 @@ fn read_local(path: &Path, format: Format) -> Result<FileBytes, StoreError> {
     let mut f = fs::File::open(path).map_err(io)?;
     if gz {
         let mut out = Vec::with_capacity(gzip_size_hint(&mut f, len));
-        flate2::read::MultiGzDecoder::new(f)
+        gunzip::Gunzip::new(std::io::BufReader::with_capacity(GZ_READ, f))
             .read_to_end(&mut out)
             .map_err(|e| StoreError::Gzip {
                 path: path.to_path_buf(),
@@ -698,10 +699,13 @@ pub unsafe fn map_path(
     Ok(fb)
 }
 
+/// How much of a gzip file is read from disk at a time.
+const GZ_READ: usize = 64 << 10;
+
 /// A gzip file opened to be inflated while it is read (see [`open_gzip`]).
 pub struct Inflating {
     /// The inflated bytes, read as they are inflated.
-    pub reader: flate2::read::MultiGzDecoder<fs::File>,
+    pub reader: gunzip::Gunzip<std::io::BufReader<fs::File>>,
     /// The uncompressed size the file states, when plausible; 0 otherwise.
     pub size: usize,
     /// The path (or bucket URL) asked for.
@@ -728,7 +732,7 @@ pub fn open_gzip(path: &Path) -> Result<Option<Inflating>, StoreError> {
     // From the start, whatever the size's lookup left the position at.
     let f = fs::File::open(&copy).map_err(io)?;
     Ok(Some(Inflating {
-        reader: flate2::read::MultiGzDecoder::new(f),
+        reader: gunzip::Gunzip::new(std::io::BufReader::with_capacity(GZ_READ, f)),
         size,
         path: path.to_path_buf(),
         stored_bytes: len,
