@@ -8,8 +8,6 @@ use serde_json::error::Category;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 
 mod chunks;
 mod nested;
@@ -408,15 +406,6 @@ fn from_serde(text: &str, base: usize, e: &serde_json::Error) -> ParseError {
 /// Files at least this large are parsed by two threads (below it a thread costs more than it
 /// saves).
 const PARALLEL_MIN: usize = 4 << 20;
-/// Events the second thread sends at a time (a file parsed while it is read, [`reading`]).
-const BATCH: usize = 512;
-/// Batches the second thread may have sent and not yet had taken. A batch takes about 250 KB (an
-/// event is about 200 bytes, with its `args` pairs), and batches are used again once taken, so
-/// a few are enough to keep the first thread fed: 48 batches of 4,096 events let the second
-/// thread run up to 90 MB ahead in fresh pages (a full read of the 9.8 MB NCCL trace peaked at
-/// 3.2x its size, now 2.4x; of the 35 MB control trace 2.4x, now 1.8x), and no faster.
-const AHEAD: usize = 16;
-
 /// Parses a whole trace file into `sink`. The bytes are checked to be UTF-8 once, up front
 /// (JSON text is), so the parser need not check each string it borrows (a twentieth of the
 /// import's time when it did). Large files are parsed by two threads: see [`chunks`].
@@ -439,9 +428,7 @@ pub(crate) fn parse(
         }
     };
     if text.len() < PARALLEL_MIN || cores < 2 {
-        return with_skip(skip, || {
-            Walker::new(text, sink, None, skip).top().map(|_| ())
-        });
+        return with_skip(skip, || Walker::new(text, sink, skip).top().map(|_| ()));
     }
     let len = std::env::var("XLENS_JSON_CHUNK")
         .ok()
@@ -539,142 +526,11 @@ struct Batch<'a> {
     strings: Vec<Cow<'a, str>>,
 }
 
-/// What the second thread sends.
-enum Msg<'a> {
-    /// Text for the first thread to read itself before the batches, as if an element of the
-    /// events array started at its start; the next element starts just past its end (see
-    /// [`reading`]).
-    Segment(String),
-    Events(Batch<'a>),
-    /// The events array ended at `at` (after its `]` and white space); `tail` is what follows
-    /// read as the rest of the top-level object (its fields the importer wants), `None` at the
-    /// end of the file.
-    Done {
-        tail: Option<Result<Vec<Field<'a>>, ParseError>>,
-        at: usize,
-    },
-    Failed(ParseError),
-}
-
-/// Parses `text`, the first thread handing events to `sink` as it meets them. With `split`,
-/// a second thread parses from there on at the same time, as if an element of the events array
-/// started there; when the first thread reaches that place as the start of an element, it hands
-/// on the second thread's events instead of parsing them again (the same text read from the same
-/// place, so the same events and errors). If it never lands exactly there (the guess was inside
-/// an event, or outside the array), it parses on by itself and the second thread's work is
-/// dropped, so the result never depends on the guess. Returns whether the second thread's work
-/// was used. (How a file being read is parsed, [`reading`], with the split at the last segment;
-/// here for tests of that hand-over with a split anywhere.)
+/// Parses `text` on this thread alone (what the other ways of parsing are checked against).
 #[cfg(test)]
-pub(crate) fn parse_text(
-    text: &str,
-    sink: &mut dyn Sink,
-    split: Option<usize>,
-) -> Result<bool, ParseError> {
+pub(crate) fn parse_text(text: &str, sink: &mut dyn Sink) -> Result<bool, ParseError> {
     let skip = SKIP.with(std::cell::Cell::get);
-    let Some(at) = split else {
-        return Walker::new(text, sink, None, skip).top();
-    };
-    let cancel = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(AHEAD);
-        let (back_tx, back_rx) = mpsc::channel::<Batch<'_>>();
-        let cancel = &cancel;
-        let second = std::thread::Builder::new()
-            .name("xlens-json".into())
-            .spawn_scoped(s, move || {
-                with_skip(skip, || second_part(text, at, &tx, &back_rx, cancel, skip))
-            });
-        let second_rx = second.is_ok().then_some(Second {
-            at,
-            rx,
-            back: back_tx,
-        });
-        let result = Walker::new(text, sink, second_rx, skip).top();
-        cancel.store(true, Ordering::Relaxed);
-        if let Ok(h) = second {
-            let _ = h.join();
-        }
-        result
-    })
-}
-
-struct Second<'a> {
-    at: usize,
-    rx: mpsc::Receiver<Msg<'a>>,
-    back: mpsc::Sender<Batch<'a>>,
-}
-
-/// The second thread: the events array read from `at` on as the first thread reads it, sent in
-/// batches, then what follows the array.
-fn second_part<'a>(
-    text: &'a str,
-    at: usize,
-    tx: &mpsc::SyncSender<Msg<'a>>,
-    back: &mpsc::Receiver<Batch<'a>>,
-    cancel: &AtomicBool,
-    skip: Option<Skip>,
-) {
-    let fresh = || {
-        back.try_recv().unwrap_or_else(|_| Batch {
-            events: Vec::with_capacity(BATCH),
-            pairs: Vec::with_capacity(BATCH * 8),
-            pre: Vec::new(),
-            strings: Vec::new(),
-        })
-    };
-    // The `args` are read ahead here, which the first thread (the importer's) would otherwise
-    // do; not for a read that keeps only a few of them.
-    let ahead = skip.is_none_or(|s| s.args_kept.is_none());
-    let mut numbering = Numbering::default();
-    let mut c = Cursor { text, pos: at };
-    let mut batch = fresh();
-    loop {
-        match c.event(skip, &mut batch.pairs) {
-            Ok(Element::Skipped(e) | Element::Read(e)) => {
-                batch.events.push(e);
-                if ahead {
-                    let Batch {
-                        pairs,
-                        pre,
-                        strings,
-                        ..
-                    } = &mut batch;
-                    numbering.read_ahead(&pairs[pre.len()..], pre, strings);
-                }
-            }
-            Err(err) => {
-                // Events before the error still reach the importer, as on one thread.
-                let _ = tx.send(Msg::Events(batch));
-                let _ = tx.send(Msg::Failed(err));
-                return;
-            }
-        }
-        let more = match c.after_element(b']') {
-            Ok(more) => more,
-            Err(err) => {
-                let _ = tx.send(Msg::Events(batch));
-                let _ = tx.send(Msg::Failed(err));
-                return;
-            }
-        };
-        if !more {
-            break;
-        }
-        if batch.events.len() == BATCH {
-            let full = std::mem::replace(&mut batch, fresh());
-            if cancel.load(Ordering::Relaxed) || tx.send(Msg::Events(full)).is_err() {
-                return;
-            }
-        }
-    }
-    if tx.send(Msg::Events(batch)).is_err() {
-        return;
-    }
-    c.ws();
-    let at = c.pos;
-    let tail = c.peek().is_some().then(|| c.object_tail());
-    let _ = tx.send(Msg::Done { tail, at });
+    Walker::new(text, sink, skip).top()
 }
 
 /// One element of the events array as read.
@@ -1107,29 +963,38 @@ const KEPT_FIELDS: &[&str] = &[
 struct Walker<'a, 's> {
     c: Cursor<'a>,
     sink: &'s mut dyn Sink,
-    second: Option<Second<'a>>,
     /// Chunks of the events array the two threads parse, from the first's start on.
     chunks: Option<&'s chunks::Chunks<'a>>,
     skip: Option<Skip>,
     /// The `args` pairs of the event being handed over.
     pairs: Vec<Pair<'a>>,
+    /// Where the rest of the events array comes from this thread's reading, and from where
+    /// ([`reading`]).
+    feed: Option<(usize, &'s mut dyn reading::Feed)>,
 }
 
 impl<'a, 's> Walker<'a, 's> {
-    fn new(
-        text: &'a str,
-        sink: &'s mut dyn Sink,
-        second: Option<Second<'a>>,
-        skip: Option<Skip>,
-    ) -> Self {
+    fn new(text: &'a str, sink: &'s mut dyn Sink, skip: Option<Skip>) -> Self {
         Walker {
             c: Cursor { text, pos: 0 },
             sink,
-            second,
             chunks: None,
             skip,
             pairs: Vec::new(),
+            feed: None,
         }
+    }
+
+    /// The walker of a head that ends at `at`, the rest of the text coming from `feed`.
+    fn fed(
+        head: &'a str,
+        sink: &'s mut dyn Sink,
+        feed: &'s mut dyn reading::Feed,
+        skip: Option<Skip>,
+    ) -> Self {
+        let mut w = Walker::new(head, sink, skip);
+        w.feed = Some((head.len(), feed));
+        w
     }
 
     fn top(mut self) -> Result<bool, ParseError> {
@@ -1195,8 +1060,8 @@ impl<'a, 's> Walker<'a, 's> {
         }
     }
 
-    /// The events array, from just after its `[`. Returns `true` when the second thread's part
-    /// was used, which ends at the end of the file (nothing is left to read here).
+    /// The events array, from just after its `[`. Returns `true` when another part (the chunks
+    /// or the feed) read it to its end, and what follows to the end of the file.
     fn events(&mut self, in_object: bool) -> Result<bool, ParseError> {
         self.c.ws();
         if self.c.peek() == Some(b']') {
@@ -1204,14 +1069,14 @@ impl<'a, 's> Walker<'a, 's> {
             return Ok(false);
         }
         loop {
-            if let Some(at) = self.second.as_ref().map(|s| s.at) {
-                if self.c.pos == at && self.take_over(in_object)? {
-                    return Ok(true);
+            if let Some(at) = self.feed.as_ref().map(|f| f.0) {
+                if self.c.pos == at {
+                    return self.take_over_feed(in_object);
                 }
                 if self.c.pos > at {
-                    // The guess was not an element of this array: drop the second thread's work
-                    // (its channel closes, and it stops).
-                    self.second = None;
+                    // Not an element of this array: the head ends within an event, and its
+                    // read fails (the file is then read whole).
+                    self.feed = None;
                 }
             }
             if let Some(ch) = self.chunks {
@@ -1239,7 +1104,45 @@ impl<'a, 's> Walker<'a, 's> {
         }
     }
 
-    /// Reads the elements of the events array in `text` (a [`Msg::Segment`]) to the sink; an
+    /// Reads the rest of the events array from this thread's feed: its segments, then its last
+    /// part, which holds the end of the array and of the file.
+    fn take_over_feed(&mut self, in_object: bool) -> Result<bool, ParseError> {
+        let Some((_, feed)) = self.feed.take() else {
+            return Ok(false);
+        };
+        loop {
+            match feed.next()? {
+                reading::Fed::Segment(piece) => {
+                    self.segment(piece.text())?;
+                    feed.give_back(piece);
+                }
+                reading::Fed::Last(text) => {
+                    let mut c = Cursor {
+                        text: &text,
+                        pos: 0,
+                    };
+                    let mut pairs = Vec::new();
+                    loop {
+                        pairs.clear();
+                        match c.event(self.skip, &mut pairs)? {
+                            Element::Skipped(e) => self.sink.event(&e, None),
+                            Element::Read(e) => self.sink.event(&e, Args::of(&e, &pairs)),
+                        }
+                        if !c.after_element(b']')? {
+                            break;
+                        }
+                    }
+                    c.ws();
+                    let at = c.pos;
+                    let tail = c.peek().is_some().then(|| c.object_tail());
+                    finish_array(self.sink, &text, in_object, tail, at)?;
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Reads the elements of the events array in `text` (a [`reading::Fed::Segment`]) to the sink; an
     /// error unless the last one ends exactly at its end with a comma.
     fn segment(&mut self, text: &str) -> Result<(), ParseError> {
         let mut c = Cursor { text, pos: 0 };
@@ -1256,49 +1159,11 @@ impl<'a, 's> Walker<'a, 's> {
         }
         Ok(())
     }
-
-    /// Hands on what the second thread parsed, from the place this thread reached; `false` when
-    /// it did not start there after all (this thread then reads on by itself).
-    fn take_over(&mut self, in_object: bool) -> Result<bool, ParseError> {
-        let Some(second) = self.second.take() else {
-            return Ok(false);
-        };
-        loop {
-            match second.rx.recv() {
-                Ok(Msg::Events(mut batch)) => {
-                    if !batch.strings.is_empty() {
-                        self.sink.strings(&batch.strings);
-                    }
-                    let pre = (batch.pre.len() == batch.pairs.len()).then_some(&batch.pre[..]);
-                    for e in &batch.events {
-                        self.sink.event(e, Args::read_ahead(e, &batch.pairs, pre));
-                    }
-                    batch.events.clear();
-                    batch.pairs.clear();
-                    batch.pre.clear();
-                    batch.strings.clear();
-                    let _ = second.back.send(batch);
-                }
-                Ok(Msg::Segment(text)) => self.segment(&text)?,
-                Ok(Msg::Failed(e)) => return Err(e),
-                Ok(Msg::Done { tail, at }) => {
-                    return finish_array(self.sink, self.c.text, in_object, tail, at)
-                        .map(|()| true);
-                }
-                Err(_) => {
-                    return Err(self.c.error(
-                        Category::Io,
-                        "the second parsing thread stopped unexpectedly (a bug in xlens)",
-                    ))
-                }
-            }
-        }
-    }
 }
 
 /// After the events array, which ended at `at` in `text` (after its `]` and white space), read
-/// by another thread than the first: the fields of the top-level object after it (`tail`, read
-/// on that thread) to `sink`, or what is wrong there.
+/// apart from the walker's text (by the chunks, or from the feed): the fields of the top-level object after it (`tail`, read
+/// with it) to `sink`, or what is wrong there.
 fn finish_array<'a>(
     sink: &mut dyn Sink,
     text: &str,
@@ -1552,16 +1417,11 @@ mod tests {
         }
     }
 
-    fn run(text: &str, split: Option<usize>) -> (Vec<String>, Option<String>) {
-        run_used(text, split).0
-    }
-
-    /// Also whether the second thread's events were used.
-    fn run_used(text: &str, split: Option<usize>) -> ((Vec<String>, Option<String>), bool) {
+    /// What a parse on one thread hands over, and its error.
+    fn run(text: &str) -> (Vec<String>, Option<String>) {
         let mut rec = Record::default();
-        let r = parse_text(text, &mut rec, split);
-        let used = r.as_ref().is_ok_and(|u| *u);
-        ((rec.0, r.err().map(|e| e.to_string())), used)
+        let r = parse_text(text, &mut rec);
+        (rec.0, r.err().map(|e| e.to_string()))
     }
 
     /// Fields before and after the events, `args` with nested objects written over several lines
@@ -1596,50 +1456,35 @@ mod tests {
 }
 "#;
 
+    /// The search for a place to cut the events array (where the chunks and the segments of a
+    /// file being read start) lands on a `{` from anywhere in it, and on each event's start
+    /// after a line break, not on the objects nested in `args` on the same line. (Whether a cut
+    /// is an element's start is checked where the parts are joined: `chunks` and `reading`
+    /// test every `{`.)
     #[test]
-    fn a_second_thread_changes_nothing_wherever_it_starts() {
-        let array = TRICKY
-            .split_once("\"traceEvents\": ")
-            .and_then(|(_, rest)| rest.split_once("\n  ],"))
-            .map(|(events, _)| format!("{events}\n  ]\n"))
-            .expect("the events array");
-        for text in [TRICKY.to_string(), array] {
-            let (want, err) = run(&text, None);
-            assert_eq!(err, None, "{text}");
-            assert!(want.len() >= 5);
-            // Every `{`: events, objects inside events, objects outside the array.
-            let (mut tried, mut landed) = (0, 0);
-            for (i, _) in text.match_indices('{') {
-                let ((got, err), used) = run_used(&text, Some(i));
-                assert_eq!(err, None, "split at {i}");
-                assert_eq!(got, want, "split at {i}");
-                tried += 1;
-                landed += usize::from(used);
-            }
-            // The five events' starts are taken over; nested and outside objects are not.
-            assert_eq!(landed, 5, "of {tried}");
-            // And where the search for a split point leads from each byte.
-            for from in 0..text.len() {
-                if let Some(i) = find_split(&text, from) {
-                    assert_eq!(run(&text, Some(i)).0, want, "split at {i}");
-                }
-            }
-        }
-        // The search finds the element starts after a line break, not the nested objects' on
-        // the same line.
-        let starts: Vec<usize> = (0..TRICKY.len())
+    fn the_search_for_a_cut_finds_the_starts_of_events() {
+        assert_eq!(run(TRICKY).1, None);
+        let starts: std::collections::BTreeSet<usize> = (0..TRICKY.len())
             .filter_map(|f| find_split(TRICKY, f))
             .collect();
-        assert!(starts
-            .iter()
-            .any(|&i| TRICKY[i..].starts_with("{\n    \"ph\": \"B\"")));
+        assert!(starts.iter().all(|&i| TRICKY[i..].starts_with('{')));
+        for event in [
+            "{\n    \"ph\": \"B\"",
+            "{\n    \"ph\": \"i\"",
+            "{\"ph\": \"E\"",
+        ] {
+            assert!(
+                starts.iter().any(|&i| TRICKY[i..].starts_with(event)),
+                "{event}: {starts:?}"
+            );
+        }
+        assert!(!starts.iter().any(|&i| TRICKY[i..].starts_with("{\"x\"")));
     }
 
     /// Events a [`Skip`] leaves out: skimmed (strings and brackets that look like structure
-    /// inside them included), unless they hold a `stream` or are not plain; the same on one
-    /// thread or two, wherever the second starts.
+    /// inside them included), unless they hold a `stream` or are not plain.
     #[test]
-    fn skipped_events_keep_their_times_wherever_a_second_thread_starts() {
+    fn skipped_events_keep_their_times() {
         const SKIPPY: &str = r#"[
   {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"Input Dims": [[1, 2], []], "s": "}]{[:,", "o": {"p": [{}]}}},
   {"ph": "X", "cat": "cpu_op", "name": "triton", "pid": 1, "tid": 1, "ts": 6, "dur": 1, "args": {"stream": 0}},
@@ -1655,7 +1500,7 @@ mod tests {
             flow_cats: &["ac2g"],
             args_kept: None,
         };
-        let (want, err) = with_skip(Some(skip), || run(SKIPPY, None));
+        let (want, err) = with_skip(Some(skip), || run(SKIPPY));
         assert_eq!(err, None);
         let skipped: Vec<&String> = want.iter().filter(|e| e.starts_with("skipped")).collect();
         assert_eq!(skipped.len(), 5, "{want:#?}");
@@ -1678,20 +1523,15 @@ mod tests {
         assert!(want
             .iter()
             .any(|e| !e.starts_with("skipped") && e.contains("triton")));
-        for (i, _) in SKIPPY.match_indices('{') {
-            let (got, err) = with_skip(Some(skip), || run(SKIPPY, Some(i)));
-            assert_eq!(err, None, "split at {i}");
-            assert_eq!(got, want, "split at {i}");
-        }
         // A repeated time is an error, skipped or not.
         let twice = SKIPPY.replace(r#""ts": 9.25"#, r#""ts": 9.25, "ts": 1"#);
-        let full = run(&twice, None).1;
+        let full = run(&twice).1;
         assert!(
             full.as_deref()
                 .is_some_and(|e| e.contains("duplicate field")),
             "{full:?}"
         );
-        assert_eq!(with_skip(Some(skip), || run(&twice, None)).1, full);
+        assert_eq!(with_skip(Some(skip), || run(&twice)).1, full);
     }
 
     #[test]
@@ -1725,37 +1565,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn errors_are_the_same_with_a_second_thread() {
-        let bad = [
-            // Cut in the middle of an event, after an event, before the closing brace.
-            &TRICKY[..TRICKY.find("\"last\"").expect("last")],
-            &TRICKY[..TRICKY.find("\n  ],").expect("end") + 1],
-            TRICKY.trim_end().trim_end_matches('}'),
-        ];
-        let broken = TRICKY.replace("\"ts\": 12", "\"ts\": NaN");
-        let extra = format!("{TRICKY} x");
-        for text in bad.iter().copied().chain([broken.as_str(), extra.as_str()]) {
-            // The message and line; serde_json and the hand-read structure count a column at
-            // the end of a line differently (0 or 1).
-            let no_column = |e: Option<String>| {
-                e.map(|e| {
-                    e.rsplit_once(" column ")
-                        .map_or(e.clone(), |(m, _)| m.to_string())
-                })
-            };
-            let (want_events, want_err) = run(text, None);
-            let want_err = no_column(want_err);
-            assert!(want_err.is_some(), "{text}");
-            for (i, _) in text.match_indices('{') {
-                let (events, err) = run(text, Some(i));
-                assert_eq!(no_column(err), want_err, "split at {i} of {text}");
-                // Events before the error reach the sink either way (the importer fails anyway).
-                assert!(events.len() <= want_events.len() + 1);
-            }
-        }
-    }
-
     /// The text of a real trace (a committed fixture: rank 0 of a two-rank job, 1.8 MB).
     pub(super) fn real_trace() -> String {
         use std::io::Read;
@@ -1768,24 +1577,6 @@ mod tests {
             .read_to_string(&mut text)
             .expect("gunzip");
         text
-    }
-
-    #[test]
-    fn a_real_trace_parses_the_same_on_two_threads() {
-        let text = real_trace();
-        let (want, err) = run(&text, None);
-        assert_eq!(err, None);
-        let mut used = 0;
-        for pct in (1..100).step_by(7) {
-            let Some(i) = find_split(&text, text.len() * pct / 100) else {
-                continue;
-            };
-            let (got, took_over) = run_used(&text, Some(i));
-            assert_eq!(got.0, want, "split at {i}");
-            assert!(took_over, "split at {i} is an event's start");
-            used += 1;
-        }
-        assert!(used > 10, "split points found: {used}");
     }
 
     /// An event and its `args` as text, to compare readings.

@@ -38,7 +38,7 @@ enum End<'a> {
     Landed,
     /// At an element's start past the next chunk's start, which was not one.
     Past(usize),
-    /// The events array ended: what follows it as [`super::Msg::Done`].
+    /// The events array ended: what follows it.
     Closed {
         tail: Option<Result<Vec<Field<'a>>, ParseError>>,
         at: usize,
@@ -115,7 +115,7 @@ fn parse_with<'a>(
     helper: bool,
 ) -> Result<bool, ParseError> {
     with_skip(skip, || {
-        let mut w = Walker::new(text, sink, None, skip);
+        let mut w = Walker::new(text, sink, skip);
         let Some(ch) = &chunks else {
             return w.top();
         };

@@ -1,54 +1,150 @@
-//! Parsing a file while it is still being read (inflated from gzip). The second thread inflates
-//! and cuts the text into segments at places where an element of the events array starts; the
-//! first thread reads each segment as it comes (the first as the head of the file, the others
-//! as runs of events) while the second inflates on, so that inflating, a third of the time to a
-//! first answer for a `.json.gz` trace, overlaps with parsing. The last part of the file the
-//! second thread parses itself once it has inflated it, handing its events on in batches as
-//! with a file read whole ([`super::parse_text`]).
+//! Parsing a `.json.gz` file as it is inflated, on the thread that inflates it: a segment of
+//! text at a time (cut where an element of the events array starts) is inflated into one of a
+//! few buffers and parsed, its events imported, before the next is inflated. The text is never
+//! in memory whole, and what is read was just written by the same core.
 //!
-//! Whatever goes wrong (a size stated wrongly, a cut that is not the start of an element, bad
-//! JSON or UTF-8 anywhere, a failed read), the read is given up and the caller reads the file
-//! whole from the start, into a fresh sink: results and errors never depend on this path. The
-//! segments are dropped once read, so the whole text is never in memory at once.
+//! Why one thread: on the two-core machine this was measured on, every way of sharing the work
+//! with a second thread was slower or no faster. A second thread inflating ahead into fresh
+//! memory paid as much again for the memory as for inflating (the kernel zeroes each new page);
+//! inflating into buffers used again, read by the other core, halved the inflating thread's
+//! speed; a second thread inflating the file again to parse its last part itself lost to both
+//! threads slowing each other (PERFORMANCE.md, "A `.json.gz` read on one thread").
+//!
+//! Whatever goes wrong (a cut that is not the start of an element, an event longer than the
+//! search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read is given up and the
+//! caller reads the file whole from the start, into a fresh sink: results and errors never
+//! depend on this path.
 
-use super::{find_split, second_part, with_skip, Batch, Msg, ParseError, Second, Sink, Skip};
-use super::{Walker, PARALLEL_MIN};
+use super::{find_split, with_skip, ParseError, Sink, Skip, Walker, PARALLEL_MIN};
 use serde_json::error::Category;
-use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::io::{ErrorKind, Read};
 
-/// How a read is split between the two threads.
+/// How a file is cut into segments.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Plan {
-    /// Files stating a smaller size are not read here.
+    /// Files stating a smaller size are read whole instead.
     pub min: usize,
-    /// Where the second thread stops cutting segments and keeps the rest to parse itself, as a
-    /// share (percent) of the size the file states.
-    pub share: usize,
     /// The length of a segment, before the search for an element's start.
     pub segment: usize,
-    /// How far past a segment's length that search goes.
+    /// How far past a segment's length that search goes (the longest event a cut can pass).
     pub window: usize,
 }
 
 impl Plan {
-    /// The plan for this machine. The first thread reads while the second inflates, which is a
-    /// little faster, so it takes most of the file. `XLENS_JSON_THREADS=1` reads whole;
-    /// `XLENS_JSON_READING_SHARE` sets the share.
-    fn here(size: usize) -> Plan {
-        let cores = super::threads();
-        let share = std::env::var("XLENS_JSON_READING_SHARE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(85)
-            .min(95);
+    fn here() -> Plan {
         Plan {
-            min: if cores < 2 { usize::MAX } else { PARALLEL_MIN },
-            share,
-            segment: (size / 8).clamp(1 << 20, 8 << 20),
-            window: 256 << 10,
+            min: PARALLEL_MIN,
+            // A buffer under the allocator's 1 MiB, from which it maps whole huge pages.
+            segment: 768 << 10,
+            window: 128 << 10,
         }
+    }
+}
+
+/// What [`Feed::next`] gives.
+pub(super) enum Fed {
+    /// Text whose elements of the events array end exactly at its end, each with a comma.
+    Segment(Piece),
+    /// The rest of the file.
+    Last(String),
+}
+
+/// Text inflated on the thread that parses it, a segment at a time.
+pub(super) trait Feed {
+    fn next(&mut self) -> Result<Fed, ParseError>;
+    /// A segment read, its buffer to be filled again.
+    fn give_back(&mut self, piece: Piece);
+}
+
+/// A segment's text, the start of a buffer that is filled again once the text is read.
+pub(super) struct Piece {
+    buf: Vec<u8>,
+    /// The text's length; `buf[..len]` was checked to be UTF-8 when it was cut.
+    len: usize,
+}
+
+impl Piece {
+    pub fn text(&self) -> &str {
+        // SAFETY: `Inflater::cut`, the only place a piece is made (its fields are private to
+        // this module), checked `buf[..len]` to be UTF-8; the buffer is not changed while the
+        // piece holds it. (Checking it again would cost a twentieth of a first answer.)
+        unsafe { std::str::from_utf8_unchecked(&self.buf[..self.len]) }
+    }
+}
+
+/// [`Feed`] of a reader: buffers filled, cut where an element of the events array starts.
+struct Inflater<R> {
+    r: R,
+    plan: Plan,
+    /// The text being inflated: its first `filled` bytes.
+    cur: Vec<u8>,
+    filled: usize,
+    spare: Vec<Vec<u8>>,
+    /// Bytes of text handed on.
+    sent: usize,
+}
+
+impl<R: Read> Inflater<R> {
+    fn fill(&mut self) -> Result<(), ParseError> {
+        let want = self.cur.len();
+        while self.filled < want {
+            match self.r.read(&mut self.cur[self.filled..]) {
+                Ok(0) => break,
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(stopped("reading the file failed")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next segment; `None` at the end of the text (what is left is the last part).
+    fn cut(&mut self) -> Result<Option<Piece>, ParseError> {
+        self.fill()?;
+        if self.filled < self.cur.len() {
+            return Ok(None);
+        }
+        let text = match std::str::from_utf8(&self.cur[..self.filled]) {
+            Ok(t) => t,
+            // A character cut at the end: checked again to its start.
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&self.cur[..e.valid_up_to()]).unwrap_or("")
+            }
+            Err(_) => return Err(stopped("not UTF-8 text")),
+        };
+        let Some(at) = find_split(text, self.plan.segment).filter(|&at| at > 0) else {
+            return Err(stopped("no place to cut"));
+        };
+        let want = self.cur.len();
+        let mut next = self.spare.pop().unwrap_or_else(|| vec![0u8; want]);
+        next[..self.filled - at].copy_from_slice(&self.cur[at..self.filled]);
+        let this = std::mem::replace(&mut self.cur, next);
+        self.filled -= at;
+        self.sent += at;
+        // `this[..at]` is UTF-8: `text`, checked above, ends after it, and `at` is the place
+        // of a `{`.
+        Ok(Some(Piece { buf: this, len: at }))
+    }
+}
+
+impl<R: Read> Feed for Inflater<R> {
+    fn next(&mut self) -> Result<Fed, ParseError> {
+        if let Some(piece) = self.cut()? {
+            return Ok(Fed::Segment(piece));
+        }
+        let mut last = std::mem::take(&mut self.cur);
+        last.truncate(self.filled);
+        if self.r.read_to_end(&mut last).is_err() {
+            return Err(stopped("reading the file failed"));
+        }
+        self.sent += last.len();
+        String::from_utf8(last)
+            .map(Fed::Last)
+            .map_err(|_| stopped("not UTF-8 text"))
+    }
+
+    fn give_back(&mut self, piece: Piece) {
+        self.spare.push(piece.buf);
     }
 }
 
@@ -56,16 +152,16 @@ impl Plan {
 /// states (0 when unknown). Returns the size of the JSON in bytes, or `None` when the file is
 /// to be read whole instead (too small to gain by this, or anything went wrong): the sink then
 /// holds part of the events, and is to be dropped.
-pub(crate) fn parse_reading<R: Read + Send>(
+pub(crate) fn parse_reading<R: Read>(
     r: R,
     size: usize,
     sink: &mut dyn Sink,
     skip: Option<Skip>,
 ) -> Option<usize> {
-    parse_planned(r, size, sink, skip, Plan::here(size))
+    parse_planned(r, size, sink, skip, Plan::here())
 }
 
-fn parse_planned<R: Read + Send>(
+fn parse_planned<R: Read>(
     r: R,
     size: usize,
     sink: &mut dyn Sink,
@@ -75,117 +171,25 @@ fn parse_planned<R: Read + Send>(
     if size < plan.min || plan.segment.saturating_add(plan.window) >= size {
         return None;
     }
-    // The head, which the first thread parses, and the last part, which the second thread
-    // parses itself (the events of both borrow from them until the end).
-    let (mut head, mut last) = (String::new(), String::new());
-    let (head_out, last_out) = (&mut head, &mut last);
-    let cancel = AtomicBool::new(false);
-    let cancel = &cancel;
-    std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel::<Msg<'_>>(super::AHEAD);
-        let (back_tx, back_rx) = mpsc::channel::<Batch<'_>>();
-        let second = std::thread::Builder::new()
-            .name("xlens-json".into())
-            .spawn_scoped(s, move || {
-                inflate(r, size, plan, last_out, (&tx, &back_rx), cancel, skip)
-            })
-            .ok()?;
-        // The head of the file, up to where the next segment starts.
-        match rx.recv() {
-            Ok(Msg::Segment(text)) => *head_out = text,
-            _ => {
-                cancel.store(true, Ordering::Relaxed);
-                let _ = second.join();
-                return None;
-            }
-        }
-        let head: &String = head_out;
-        let at = head.len();
-        let second_rx = Second {
-            at,
-            rx,
-            back: back_tx,
-        };
-        let parsed = with_skip(skip, || {
-            Walker::new(head, sink, Some(second_rx), skip).top()
-        });
-        cancel.store(true, Ordering::Relaxed);
-        let read = second.join().ok()??;
-        matches!(parsed, Ok(true)).then_some(read)
-    })
-}
-
-/// The second thread: inflates `r`, sending segments of it cut where an element of the events
-/// array starts, up to [`Plan::share`] of `size`; then inflates the rest into `last` and parses
-/// it (as [`second_part`]). Returns the size of the whole text, `None` where it failed (having
-/// said so to the first thread, or having found it gone).
-fn inflate<'a, R: Read>(
-    mut r: R,
-    size: usize,
-    plan: Plan,
-    last: &'a mut String,
-    (tx, back): (&mpsc::SyncSender<Msg<'a>>, &mpsc::Receiver<Batch<'a>>),
-    cancel: &AtomicBool,
-    skip: Option<Skip>,
-) -> Option<usize> {
-    let fail = |why: &str| {
-        let _ = tx.send(Msg::Failed(stopped(why)));
-        None
+    let mut feed = Inflater {
+        r,
+        plan,
+        cur: vec![0u8; plan.segment + plan.window],
+        filled: 0,
+        spare: Vec::new(),
+        sent: 0,
     };
-    let keep_from = size / 100 * plan.share;
-    let want = plan.segment + plan.window;
-    // Bytes sent so far, and what is inflated past them.
-    let mut sent = 0usize;
-    let mut cur: Vec<u8> = Vec::with_capacity(want);
-    loop {
-        let need = want.saturating_sub(cur.len()) as u64;
-        if (&mut r).take(need).read_to_end(&mut cur).is_err() {
-            return fail("reading the file failed");
-        }
-        if cur.len() < want || sent + cur.len() > keep_from {
-            break;
-        }
-        let valid = match std::str::from_utf8(&cur) {
-            Ok(t) => t.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => return fail("not UTF-8 text"),
-        };
-        let text = std::str::from_utf8(&cur[..valid]).unwrap_or("");
-        let Some(at) = find_split(text, plan.segment).filter(|&at| at > 0) else {
-            return fail("no place to cut");
-        };
-        let mut next = Vec::with_capacity(want);
-        next.extend_from_slice(&cur[at..]);
-        cur.truncate(at);
-        let Ok(segment) = String::from_utf8(std::mem::replace(&mut cur, next)) else {
-            return fail("not UTF-8 text");
-        };
-        sent += at;
-        if cancel.load(Ordering::Relaxed) || tx.send(Msg::Segment(segment)).is_err() {
-            return None;
-        }
-    }
-    if sent == 0 {
-        return fail("too short to cut");
-    }
-    if r.read_to_end(&mut cur).is_err() {
-        return fail("reading the file failed");
-    }
-    let Ok(text) = String::from_utf8(cur) else {
-        return fail("not UTF-8 text");
-    };
-    *last = text;
-    let last: &'a String = last;
-    let total = sent + last.len();
-    if cancel.load(Ordering::Relaxed) {
+    // The head of the file, whose events the walker reads before the rest.
+    let Ok(Fed::Segment(head)) = feed.next() else {
         return None;
-    }
-    with_skip(skip, || second_part(last, 0, tx, back, cancel, skip));
-    Some(total)
+    };
+    let parsed = with_skip(skip, || {
+        Walker::fed(head.text(), sink, &mut feed, skip).top()
+    });
+    matches!(parsed, Ok(true)).then_some(feed.sent)
 }
 
-/// The second thread's word that it stopped (the file is then read whole, which says what is
-/// wrong).
+/// Why the read was given up (the file is then read whole, which says what is wrong).
 fn stopped(why: &str) -> ParseError {
     ParseError {
         category: Category::Io,
@@ -216,11 +220,10 @@ mod tests {
         text
     }
 
-    /// A plan for any size, with the second thread keeping the last 15 %.
+    /// A plan for any size.
     fn plan(segment: usize, window: usize) -> Plan {
         Plan {
             min: 0,
-            share: 85,
             segment,
             window,
         }
@@ -229,7 +232,7 @@ mod tests {
     /// What a parse of the whole text hands over, or its error.
     fn whole_read(text: &str, skip: Option<Skip>) -> Result<Vec<String>, String> {
         let mut rec = Record::default();
-        with_skip(skip, || parse_text(text, &mut rec, None))
+        with_skip(skip, || parse_text(text, &mut rec))
             .map(|_| rec.0)
             .map_err(|e| e.to_string())
     }
@@ -238,7 +241,7 @@ mod tests {
     /// it parses, the same events and the text's length; never when the whole read fails.
     /// Returns whether it parsed.
     fn check(
-        r: impl Read + Send,
+        r: impl Read,
         len: usize,
         size: usize,
         skip: Option<Skip>,
@@ -267,26 +270,18 @@ mod tests {
             assert!(want.is_ok());
             let mut parsed = 0;
             let mut tried = 0;
-            // Windows longer than the longest event (6,860 bytes), and at least one segment
-            // before the share.
-            for segment in [3 << 10, 20 << 10, 150 << 10] {
-                for share in [15, 50, 85, 95] {
-                    let plan = Plan {
-                        min: 0,
-                        share,
-                        segment,
-                        window: 8 << 10,
-                    };
-                    // Through the gzip reader, as the store gives it, stating its size.
-                    let r = flate2::read::MultiGzDecoder::new(&gz[..]);
-                    parsed += usize::from(check(r, text.len(), text.len(), skip, plan, &want));
-                    tried += 1;
-                    // Stating too little (the second thread keeps more) or too much (it cuts
-                    // to the end): the same events, or a whole read.
-                    let b = text.as_bytes();
-                    check(b, b.len(), b.len() / 3, skip, plan, &want);
-                    check(b, b.len(), b.len() * 2, skip, plan, &want);
-                }
+            // Windows longer than the longest event (6,860 bytes); from segments of a few
+            // events to a third of the file.
+            for segment in [3 << 10, 7_000, 20 << 10, 150 << 10, text.len() / 3] {
+                let plan = plan(segment, 8 << 10);
+                // Through the gzip reader, as the store gives it, stating its size.
+                let r = flate2::read::MultiGzDecoder::new(&gz[..]);
+                parsed += usize::from(check(r, text.len(), text.len(), skip, plan, &want));
+                tried += 1;
+                // Stating too little or too much: the same events, or a whole read.
+                let b = text.as_bytes();
+                check(b, b.len(), b.len() / 3, skip, plan, &want);
+                check(b, b.len(), b.len() * 2, skip, plan, &want);
             }
             // Every cut lands on an element there, so every read parses.
             assert_eq!(parsed, tried, "{skip:?}");
@@ -299,12 +294,7 @@ mod tests {
         let mut parsed = 0;
         for segment in 4..TRICKY.len() {
             for window in [8, 40, 120] {
-                let plan = Plan {
-                    min: 0,
-                    share: 95,
-                    segment,
-                    window,
-                };
+                let plan = plan(segment, window);
                 let b = TRICKY.as_bytes();
                 parsed += usize::from(check(b, b.len(), b.len(), None, plan, &want));
                 // One byte changed after the first cut or near the end.
@@ -328,8 +318,8 @@ mod tests {
     fn a_real_trace_with_one_byte_changed_parses_as_a_whole_read_or_not_at_all() {
         let text = rank0();
         let plan = plan(60 << 10, 8 << 10);
-        // 60 places spread over the file (the head, segments, the second thread's part, the
-        // cuts' neighbourhoods), each byte changed into a bracket, a quote, a digit or a letter.
+        // 60 places spread over the file (the head, segments, the last part, the cuts'
+        // neighbourhoods), each byte changed into a bracket, a quote, a digit or a letter.
         let mut parsed = 0;
         for k in 0..60usize {
             let at = (k * 7919 * 1013) % text.len();
