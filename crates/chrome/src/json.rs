@@ -968,9 +968,9 @@ struct Walker<'a, 's> {
     skip: Option<Skip>,
     /// The `args` pairs of the event being handed over.
     pairs: Vec<Pair<'a>>,
-    /// Where the rest of the events array comes from this thread's reading, and from where
+    /// Where the rest of the events array comes from a file being inflated, and from where
     /// ([`reading`]).
-    feed: Option<(usize, &'s mut dyn reading::Feed)>,
+    feed: Option<(usize, &'s mut dyn reading::Feed<'a>)>,
 }
 
 impl<'a, 's> Walker<'a, 's> {
@@ -989,7 +989,7 @@ impl<'a, 's> Walker<'a, 's> {
     fn fed(
         head: &'a str,
         sink: &'s mut dyn Sink,
-        feed: &'s mut dyn reading::Feed,
+        feed: &'s mut dyn reading::Feed<'a>,
         skip: Option<Skip>,
     ) -> Self {
         let mut w = Walker::new(head, sink, skip);
@@ -1104,42 +1104,33 @@ impl<'a, 's> Walker<'a, 's> {
         }
     }
 
-    /// Reads the rest of the events array from this thread's feed: its segments, then its last
-    /// part, which holds the end of the array and of the file.
+    /// Reads the rest of the events array from this thread's feed: its segments while the file
+    /// is being inflated, then the rest of the file, whole once inflated.
     fn take_over_feed(&mut self, in_object: bool) -> Result<bool, ParseError> {
         let Some((_, feed)) = self.feed.take() else {
             return Ok(false);
         };
         loop {
             match feed.next()? {
-                reading::Fed::Segment(piece) => {
-                    self.segment(piece.text())?;
-                    feed.give_back(piece);
-                }
-                reading::Fed::Last(text) => {
-                    let mut c = Cursor {
-                        text: &text,
-                        pos: 0,
-                    };
-                    let mut pairs = Vec::new();
-                    loop {
-                        pairs.clear();
-                        match c.event(self.skip, &mut pairs)? {
-                            Element::Skipped(e) => self.sink.event(&e, None),
-                            Element::Read(e) => self.sink.event(&e, Args::of(&e, &pairs)),
-                        }
-                        if !c.after_element(b']')? {
-                            break;
-                        }
-                    }
-                    c.ws();
-                    let at = c.pos;
-                    let tail = c.peek().is_some().then(|| c.object_tail());
-                    finish_array(self.sink, &text, in_object, tail, at)?;
-                    return Ok(true);
+                reading::Fed::Segment(text) => self.segment(text)?,
+                reading::Fed::Rest { text, chunked } => {
+                    return rest(text, &mut *self.sink, self.skip, Some(in_object), chunked)
+                        .map(|()| true)
                 }
             }
         }
+    }
+
+    /// The events array from here (an element's start) to its end, then the rest of the file:
+    /// the fields of the top-level object after the array (`in_object`), or nothing.
+    fn after_events(&mut self, in_object: bool) -> Result<(), ParseError> {
+        if self.events(in_object)? {
+            return Ok(());
+        }
+        self.c.ws();
+        let at = self.c.pos;
+        let tail = self.c.peek().is_some().then(|| self.c.object_tail());
+        finish_array(self.sink, self.c.text, in_object, tail, at)
     }
 
     /// Reads the elements of the events array in `text` (a [`reading::Fed::Segment`]) to the sink; an
@@ -1159,6 +1150,43 @@ impl<'a, 's> Walker<'a, 's> {
         }
         Ok(())
     }
+}
+
+/// The rest of a file, whole in `text`: from the start of an element of the events array (and
+/// then what follows the array; `in_object` when the array is a member of the top-level
+/// object), or the whole file (`None`). Read as a file read whole is, in chunks on two threads
+/// when `chunked`.
+fn rest(
+    text: &str,
+    sink: &mut dyn Sink,
+    skip: Option<Skip>,
+    in_object: Option<bool>,
+    chunked: bool,
+) -> Result<(), ParseError> {
+    let chunks = chunked
+        .then(|| chunks::Chunks::cut(text, chunks::CHUNK, skip))
+        .flatten();
+    let mut w = Walker::new(text, sink, skip);
+    let walk = |mut w: Walker<'_, '_>| match in_object {
+        Some(in_object) => w.after_events(in_object),
+        None => w.top().map(|_| ()),
+    };
+    let Some(ch) = &chunks else {
+        return walk(w);
+    };
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name("xlens-json".into())
+            .spawn_scoped(s, || ch.help())
+            .is_ok();
+        if !spawned {
+            ch.help_gone();
+        }
+        w.chunks = Some(ch);
+        let out = walk(w);
+        ch.stop();
+        out
+    })
 }
 
 /// After the events array, which ended at `at` in `text` (after its `]` and white space), read

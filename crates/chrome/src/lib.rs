@@ -85,14 +85,14 @@ pub fn decode_with(bytes: &[u8], skip: Option<Skip>) -> Result<Profile, DecodeEr
     Ok(imp.finish_skipped(skip))
 }
 
-/// [`decode_with`] of the trace `r` yields (a gzip file as it is inflated), parsing each part
-/// of the file as it is inflated, so that the text is never in memory whole; `size` is the size
+/// [`decode_with`] of the trace `r` yields (a gzip file as it is inflated), parsing the text
+/// while a second thread inflates it; `size` is the size
 /// the file states (0 when unknown). Returns the profile and the size of the JSON in bytes;
 /// `None` when the file is to be read whole and decoded with [`decode_with`] instead (too small
 /// to gain by this, or anything unusual about it: that read says what). Where it returns a
 /// profile, it is the one [`decode_with`] makes of the whole text.
 pub fn decode_reading(
-    r: impl std::io::Read,
+    r: impl std::io::Read + Send,
     size: usize,
     skip: Option<Skip>,
 ) -> Option<(Profile, usize)> {

@@ -185,7 +185,7 @@ impl<'a> Chunks<'a> {
     }
 
     /// There is no second thread: the first parses every chunk.
-    fn help_gone(&self) {
+    pub fn help_gone(&self) {
         self.lock().helper_gone = true;
     }
 

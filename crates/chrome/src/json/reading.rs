@@ -1,23 +1,21 @@
-//! Parsing a `.json.gz` file as it is inflated, on the thread that inflates it: a segment of
-//! text at a time (cut where an element of the events array starts) is inflated into one of a
-//! few buffers and parsed, its events imported, before the next is inflated. The text is never
-//! in memory whole, and what is read was just written by the same core.
+//! Parsing a `.json.gz` file while it is inflated. A second thread inflates the text into one
+//! buffer of the size the file states, a step at a time; the first parses it behind, a segment
+//! at a time (cut where an element of the events array starts), handing its events to the
+//! importer. Once the text is whole, the rest is parsed as a file read whole is: in chunks, on
+//! both threads ([`super::chunks`]). So the inflating overlaps with parsing, and the second
+//! core parses once it has inflated.
 //!
-//! Why one thread: on the two-core machine this was measured on, every way of sharing the work
-//! with a second thread was slower or no faster. A second thread inflating ahead into fresh
-//! memory paid as much again for the memory as for inflating (the kernel zeroes each new page);
-//! inflating into buffers used again, read by the other core, halved the inflating thread's
-//! speed; a second thread inflating the file again to parse its last part itself lost to both
-//! threads slowing each other (PERFORMANCE.md, "A `.json.gz` read on one thread").
-//!
-//! Whatever goes wrong (a cut that is not the start of an element, an event longer than the
-//! search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read is given up and the
-//! caller reads the file whole from the start, into a fresh sink: results and errors never
-//! depend on this path.
+//! Whatever goes wrong (a size stated too small, a cut that is not the start of an element, an
+//! event longer than the search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read
+//! is given up and the caller reads the file whole from the start, into a fresh sink: results
+//! and errors never depend on this path.
 
-use super::{find_split, with_skip, ParseError, Sink, Skip, Walker, PARALLEL_MIN};
+use super::{find_split, rest, threads, with_skip, ParseError, Sink, Skip, Walker, PARALLEL_MIN};
 use serde_json::error::Category;
 use std::io::{ErrorKind, Read};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// How a file is cut into segments.
 #[derive(Clone, Copy, Debug)]
@@ -28,123 +26,222 @@ pub(crate) struct Plan {
     pub segment: usize,
     /// How far past a segment's length that search goes (the longest event a cut can pass).
     pub window: usize,
+    /// The rest, once inflated, is parsed on two threads when at least this long.
+    pub two_threads: usize,
 }
 
 impl Plan {
     fn here() -> Plan {
         Plan {
             min: PARALLEL_MIN,
-            // A buffer under the allocator's 1 MiB, from which it maps whole huge pages.
-            segment: 768 << 10,
+            segment: 256 << 10,
             window: 128 << 10,
+            two_threads: PARALLEL_MIN,
         }
     }
 }
+
+/// Bytes the inflating thread inflates before it says how far it got.
+const STEP: usize = 256 << 10;
 
 /// What [`Feed::next`] gives.
-pub(super) enum Fed {
+pub(super) enum Fed<'a> {
     /// Text whose elements of the events array end exactly at its end, each with a comma.
-    Segment(Piece),
-    /// The rest of the file.
-    Last(String),
+    Segment(&'a str),
+    /// The rest of the file, inflated to its end; to be parsed on two threads when `chunked`.
+    Rest { text: &'a str, chunked: bool },
 }
 
-/// Text inflated on the thread that parses it, a segment at a time.
-pub(super) trait Feed {
-    fn next(&mut self) -> Result<Fed, ParseError>;
-    /// A segment read, its buffer to be filled again.
-    fn give_back(&mut self, piece: Piece);
+/// The text of a file being inflated, from where the parse has reached.
+pub(super) trait Feed<'a> {
+    fn next(&mut self) -> Result<Fed<'a>, ParseError>;
 }
 
-/// A segment's text, the start of a buffer that is filled again once the text is read.
-pub(super) struct Piece {
-    buf: Vec<u8>,
-    /// The text's length; `buf[..len]` was checked to be UTF-8 when it was cut.
+/// How far the inflating thread got.
+#[derive(Clone, Copy)]
+struct Progress {
+    /// The first `filled` bytes of the buffer hold text.
+    filled: usize,
+    /// The text ended there (`Some(true)`), or the read failed or ran past the buffer
+    /// (`Some(false)`).
+    end: Option<bool>,
+}
+
+/// A buffer one thread inflates into while another reads what is already inflated.
+struct Growing<'b> {
+    start: *mut u8,
     len: usize,
+    progress: Mutex<Progress>,
+    more: Condvar,
+    /// The reading side gave up: the inflating thread stops.
+    cancel: AtomicBool,
+    _buf: PhantomData<&'b mut [u8]>,
 }
 
-impl Piece {
-    pub fn text(&self) -> &str {
-        // SAFETY: `Inflater::cut`, the only place a piece is made (its fields are private to
-        // this module), checked `buf[..len]` to be UTF-8; the buffer is not changed while the
-        // piece holds it. (Checking it again would cost a twentieth of a first answer.)
-        unsafe { std::str::from_utf8_unchecked(&self.buf[..self.len]) }
+// SAFETY: the two threads touch disjoint parts of the buffer: the inflating thread writes only
+// past `filled` (through a slice it drops before it moves `filled` on), the reading thread reads
+// only below it, and `filled` moves under the mutex, which orders the writes before the reads.
+unsafe impl Sync for Growing<'_> {}
+
+impl<'b> Growing<'b> {
+    fn new(buf: &'b mut [u8]) -> Self {
+        Growing {
+            start: buf.as_mut_ptr(),
+            len: buf.len(),
+            progress: Mutex::new(Progress {
+                filled: 0,
+                end: None,
+            }),
+            more: Condvar::new(),
+            cancel: AtomicBool::new(false),
+            _buf: PhantomData,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tell(&self, p: Progress) {
+        *self.lock() = p;
+        self.more.notify_one();
+    }
+
+    /// The inflating thread: `r` read into the buffer to its end.
+    fn inflate(&self, mut r: impl Read) {
+        let mut filled = 0;
+        let mut told = 0;
+        loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return self.tell(Progress {
+                    filled: told,
+                    end: Some(false),
+                });
+            }
+            let step = STEP.min(self.len - filled);
+            if step == 0 {
+                // Full: the text must end here.
+                let ended = matches!(r.read(&mut [0u8; 1]), Ok(0));
+                return self.tell(Progress {
+                    filled,
+                    end: Some(ended),
+                });
+            }
+            // SAFETY: `filled + step <= len`, and the reading thread reads only below the
+            // `filled` it was told, which is at most `filled` here (see `Sync` above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.start.add(filled), step) };
+            match r.read(dst) {
+                Ok(0) => {
+                    return self.tell(Progress {
+                        filled,
+                        end: Some(true),
+                    })
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    return self.tell(Progress {
+                        filled,
+                        end: Some(false),
+                    })
+                }
+            }
+            if filled - told >= STEP {
+                told = filled;
+                self.tell(Progress { filled, end: None });
+            }
+        }
+    }
+
+    /// Waits until at least `want` bytes are inflated or the inflating has ended.
+    fn wait(&self, want: usize) -> Progress {
+        let mut p = self.lock();
+        while p.filled < want && p.end.is_none() {
+            p = self.more.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        *p
+    }
+
+    /// The first `n` bytes inflated (`n` at most a `filled` this thread was told).
+    fn bytes(&self, n: usize) -> &'b [u8] {
+        // SAFETY: below `filled` the inflating thread no longer writes (see `Sync` above), and
+        // the buffer is borrowed for `'b`.
+        unsafe { std::slice::from_raw_parts(self.start, n) }
     }
 }
 
-/// [`Feed`] of a reader: buffers filled, cut where an element of the events array starts.
-struct Inflater<R> {
-    r: R,
+/// Says the inflating has ended (failed) if the inflating thread stops without saying so (a
+/// reader that panics), so that the parsing thread never waits for it in vain.
+struct Ended<'g, 'b>(&'g Growing<'b>);
+
+impl Drop for Ended<'_, '_> {
+    fn drop(&mut self) {
+        let mut p = self.0.lock();
+        if p.end.is_none() {
+            p.end = Some(false);
+        }
+        drop(p);
+        self.0.more.notify_one();
+    }
+}
+
+/// [`Feed`] of a buffer being inflated: segments cut where an element of the events array
+/// starts, then the rest.
+struct Behind<'g, 'b> {
+    g: &'g Growing<'b>,
     plan: Plan,
-    /// The text being inflated: its first `filled` bytes.
-    cur: Vec<u8>,
-    filled: usize,
-    spare: Vec<Vec<u8>>,
     /// Bytes of text handed on.
     sent: usize,
+    /// Bytes checked to be UTF-8 (to a character's end).
+    checked: usize,
 }
 
-impl<R: Read> Inflater<R> {
-    fn fill(&mut self) -> Result<(), ParseError> {
-        let want = self.cur.len();
-        while self.filled < want {
-            match self.r.read(&mut self.cur[self.filled..]) {
-                Ok(0) => break,
-                Ok(n) => self.filled += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Err(stopped("reading the file failed")),
+impl<'b> Behind<'_, 'b> {
+    /// The text from `sent` to at least `to` (`None` where it holds a byte that is not UTF-8).
+    fn text(&mut self, to: usize) -> Option<&'b str> {
+        let b = self.g.bytes(to);
+        if to > self.checked {
+            match std::str::from_utf8(&b[self.checked..]) {
+                Ok(_) => self.checked = to,
+                // A character cut at the end: checked again from its start.
+                Err(e) if e.error_len().is_none() => self.checked += e.valid_up_to(),
+                Err(_) => return None,
             }
         }
-        Ok(())
+        // SAFETY: `b[..checked]` was checked above, a part at a time, each part from the end of
+        // the last (a character's end) to a character's end; `sent` is the place of a `{`.
+        Some(unsafe { std::str::from_utf8_unchecked(&b[self.sent..self.checked]) })
     }
+}
 
-    /// The next segment; `None` at the end of the text (what is left is the last part).
-    fn cut(&mut self) -> Result<Option<Piece>, ParseError> {
-        self.fill()?;
-        if self.filled < self.cur.len() {
-            return Ok(None);
-        }
-        let text = match std::str::from_utf8(&self.cur[..self.filled]) {
-            Ok(t) => t,
-            // A character cut at the end: checked again to its start.
-            Err(e) if e.error_len().is_none() => {
-                std::str::from_utf8(&self.cur[..e.valid_up_to()]).unwrap_or("")
+impl<'b> Feed<'b> for Behind<'_, 'b> {
+    fn next(&mut self) -> Result<Fed<'b>, ParseError> {
+        let want = self.sent + self.plan.segment + self.plan.window;
+        let p = self.g.wait(want);
+        match p.end {
+            Some(false) => return Err(stopped("reading the file failed")),
+            // Inflated to the end: the rest on both threads.
+            Some(true) => {
+                let rest = self
+                    .text(p.filled)
+                    .ok_or_else(|| stopped("not UTF-8 text"))?;
+                if self.checked < p.filled {
+                    return Err(stopped("not UTF-8 text"));
+                }
+                self.sent = p.filled;
+                return Ok(Fed::Rest {
+                    text: rest,
+                    chunked: rest.len() >= self.plan.two_threads && threads() >= 2,
+                });
             }
-            Err(_) => return Err(stopped("not UTF-8 text")),
-        };
+            _ => {}
+        }
+        let text = self.text(want).ok_or_else(|| stopped("not UTF-8 text"))?;
         let Some(at) = find_split(text, self.plan.segment).filter(|&at| at > 0) else {
             return Err(stopped("no place to cut"));
         };
-        let want = self.cur.len();
-        let mut next = self.spare.pop().unwrap_or_else(|| vec![0u8; want]);
-        next[..self.filled - at].copy_from_slice(&self.cur[at..self.filled]);
-        let this = std::mem::replace(&mut self.cur, next);
-        self.filled -= at;
         self.sent += at;
-        // `this[..at]` is UTF-8: `text`, checked above, ends after it, and `at` is the place
-        // of a `{`.
-        Ok(Some(Piece { buf: this, len: at }))
-    }
-}
-
-impl<R: Read> Feed for Inflater<R> {
-    fn next(&mut self) -> Result<Fed, ParseError> {
-        if let Some(piece) = self.cut()? {
-            return Ok(Fed::Segment(piece));
-        }
-        let mut last = std::mem::take(&mut self.cur);
-        last.truncate(self.filled);
-        if self.r.read_to_end(&mut last).is_err() {
-            return Err(stopped("reading the file failed"));
-        }
-        self.sent += last.len();
-        String::from_utf8(last)
-            .map(Fed::Last)
-            .map_err(|_| stopped("not UTF-8 text"))
-    }
-
-    fn give_back(&mut self, piece: Piece) {
-        self.spare.push(piece.buf);
+        Ok(Fed::Segment(&text[..at]))
     }
 }
 
@@ -152,7 +249,7 @@ impl<R: Read> Feed for Inflater<R> {
 /// states (0 when unknown). Returns the size of the JSON in bytes, or `None` when the file is
 /// to be read whole instead (too small to gain by this, or anything went wrong): the sink then
 /// holds part of the events, and is to be dropped.
-pub(crate) fn parse_reading<R: Read>(
+pub(crate) fn parse_reading<R: Read + Send>(
     r: R,
     size: usize,
     sink: &mut dyn Sink,
@@ -161,7 +258,7 @@ pub(crate) fn parse_reading<R: Read>(
     parse_planned(r, size, sink, skip, Plan::here())
 }
 
-fn parse_planned<R: Read>(
+fn parse_planned<R: Read + Send>(
     r: R,
     size: usize,
     sink: &mut dyn Sink,
@@ -171,22 +268,32 @@ fn parse_planned<R: Read>(
     if size < plan.min || plan.segment.saturating_add(plan.window) >= size {
         return None;
     }
-    let mut feed = Inflater {
-        r,
-        plan,
-        cur: vec![0u8; plan.segment + plan.window],
-        filled: 0,
-        spare: Vec::new(),
-        sent: 0,
-    };
-    // The head of the file, whose events the walker reads before the rest.
-    let Ok(Fed::Segment(head)) = feed.next() else {
-        return None;
-    };
-    let parsed = with_skip(skip, || {
-        Walker::fed(head.text(), sink, &mut feed, skip).top()
-    });
-    matches!(parsed, Ok(true)).then_some(feed.sent)
+    let mut buf = vec![0u8; size];
+    let g = Growing::new(&mut buf);
+    std::thread::scope(|s| {
+        let inflating = std::thread::Builder::new()
+            .name("xlens-gunzip".into())
+            .spawn_scoped(s, || {
+                let _ended = Ended(&g);
+                g.inflate(r)
+            })
+            .ok()?;
+        let mut feed = Behind {
+            g: &g,
+            plan,
+            sent: 0,
+            checked: 0,
+        };
+        let parsed = with_skip(skip, || match feed.next() {
+            Ok(Fed::Segment(head)) => Walker::fed(head, sink, &mut feed, skip).top(),
+            // Inflated whole before the first segment was asked for.
+            Ok(Fed::Rest { text, chunked }) => rest(text, sink, skip, None, chunked).map(|()| true),
+            Err(e) => Err(e),
+        });
+        g.cancel.store(true, Ordering::Relaxed);
+        let _ = inflating.join();
+        matches!(parsed, Ok(true)).then_some(feed.sent)
+    })
 }
 
 /// Why the read was given up (the file is then read whole, which says what is wrong).
@@ -226,6 +333,7 @@ mod tests {
             min: 0,
             segment,
             window,
+            two_threads: 0,
         }
     }
 
@@ -241,7 +349,7 @@ mod tests {
     /// it parses, the same events and the text's length; never when the whole read fails.
     /// Returns whether it parsed.
     fn check(
-        r: impl Read,
+        r: impl Read + Send,
         len: usize,
         size: usize,
         skip: Option<Skip>,
@@ -261,30 +369,65 @@ mod tests {
         }
     }
 
+    /// A reader slow up to `slow_until` bytes (16 KB a read, a pause before each), then fast:
+    /// the parse cuts segments while it waits, then reads the rest, inflated whole.
+    struct Paced<'a> {
+        bytes: &'a [u8],
+        read: usize,
+        slow_until: usize,
+    }
+
+    impl Read for Paced<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut n = buf.len().min(self.bytes.len());
+            if self.read < self.slow_until {
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                n = n.min(16 << 10);
+            }
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            self.read += n;
+            Ok(n)
+        }
+    }
+
     #[test]
     fn a_trace_parsed_as_it_is_inflated_hands_over_what_a_whole_read_does() {
         let text = rank0();
         let gz = std::fs::read(RANK0).expect("fixture");
+        let b = text.as_bytes();
         for skip in [None, Some(crate::GPU_ACTIVITY)] {
             let want = whole_read(&text, skip);
             assert!(want.is_ok());
-            let mut parsed = 0;
-            let mut tried = 0;
             // Windows longer than the longest event (6,860 bytes); from segments of a few
-            // events to a third of the file.
+            // events to a third of the file; the rest on one thread or in chunks on two.
             for segment in [3 << 10, 7_000, 20 << 10, 150 << 10, text.len() / 3] {
-                let plan = plan(segment, 8 << 10);
-                // Through the gzip reader, as the store gives it, stating its size.
-                let r = flate2::read::MultiGzDecoder::new(&gz[..]);
-                parsed += usize::from(check(r, text.len(), text.len(), skip, plan, &want));
-                tried += 1;
-                // Stating too little or too much: the same events, or a whole read.
-                let b = text.as_bytes();
-                check(b, b.len(), b.len() / 3, skip, plan, &want);
-                check(b, b.len(), b.len() * 2, skip, plan, &want);
+                for two_threads in [0, usize::MAX] {
+                    let plan = Plan {
+                        two_threads,
+                        ..plan(segment, 8 << 10)
+                    };
+                    let all = |r: Box<dyn Read + Send + '_>| {
+                        check(r, b.len(), b.len(), skip, plan, &want)
+                    };
+                    // Through the gzip reader, as the store gives it, stating its size.
+                    assert!(all(Box::new(flate2::read::MultiGzDecoder::new(&gz[..]))));
+                    // Segments while the text comes slowly (to a quarter, or all of it), then
+                    // the rest.
+                    for slow_until in [b.len() / 4, b.len()] {
+                        let paced = Paced {
+                            bytes: b,
+                            read: 0,
+                            slow_until,
+                        };
+                        assert!(all(Box::new(paced)), "{plan:?} slow to {slow_until}");
+                    }
+                    // Stating more than there is: the same events; stating too little: a
+                    // whole read.
+                    assert!(check(b, b.len(), b.len() * 2, skip, plan, &want));
+                    assert!(!check(b, b.len(), b.len() / 3, skip, plan, &want));
+                }
             }
-            // Every cut lands on an element there, so every read parses.
-            assert_eq!(parsed, tried, "{skip:?}");
         }
     }
 
@@ -356,6 +499,33 @@ mod tests {
             self.bytes = &self.bytes[n..];
             self.ok -= n;
             Ok(n)
+        }
+    }
+
+    /// A reader that panics after `ok` bytes.
+    struct Panicking<'a>(Failing<'a>);
+
+    impl Read for Panicking<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.ok == 0 {
+                panic!("a reader that panics");
+            }
+            self.0.read(buf)
+        }
+    }
+
+    /// The parsing thread does not wait for a reader that panicked: the file is read whole.
+    #[test]
+    fn a_reader_that_panics_parses_nothing_and_returns() {
+        let text = rank0();
+        let plan = plan(20 << 10, 8 << 10);
+        for ok in [0, text.len() / 2] {
+            let r = Panicking(Failing {
+                bytes: text.as_bytes(),
+                ok,
+            });
+            let mut rec = Record::default();
+            assert_eq!(parse_planned(r, text.len(), &mut rec, None, plan), None);
         }
     }
 
