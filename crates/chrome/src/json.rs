@@ -1174,18 +1174,9 @@ fn rest(
     let Some(ch) = &chunks else {
         return walk(w);
     };
-    std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new()
-            .name("xlens-json".into())
-            .spawn_scoped(s, || ch.help())
-            .is_ok();
-        if !spawned {
-            ch.help_gone();
-        }
+    ch.run(true, || {
         w.chunks = Some(ch);
-        let out = walk(w);
-        ch.stop();
-        out
+        walk(w)
     })
 }
 

@@ -119,19 +119,9 @@ fn parse_with<'a>(
         let Some(ch) = &chunks else {
             return w.top();
         };
-        std::thread::scope(|s| {
-            let spawned = helper
-                && std::thread::Builder::new()
-                    .name("xlens-json".into())
-                    .spawn_scoped(s, || ch.help())
-                    .is_ok();
-            if !spawned {
-                ch.help_gone();
-            }
+        ch.run(helper, || {
             w.chunks = Some(ch);
-            let out = w.top();
-            ch.stop();
-            out
+            w.top()
         })
     })
 }
@@ -184,8 +174,27 @@ impl<'a> Chunks<'a> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `first`, the first thread's walk of the text, with a second thread parsing chunks
+    /// beside it when `helper` (and one starts; else the first parses every chunk), then calls
+    /// the parse off.
+    pub fn run<R>(&self, helper: bool, first: impl FnOnce() -> R) -> R {
+        std::thread::scope(|s| {
+            let spawned = helper
+                && std::thread::Builder::new()
+                    .name("xlens-json".into())
+                    .spawn_scoped(s, || self.help())
+                    .is_ok();
+            if !spawned {
+                self.help_gone();
+            }
+            let out = first();
+            self.stop();
+            out
+        })
+    }
+
     /// There is no second thread: the first parses every chunk.
-    pub fn help_gone(&self) {
+    fn help_gone(&self) {
         self.lock().helper_gone = true;
     }
 
@@ -215,7 +224,7 @@ impl<'a> Chunks<'a> {
 
     /// The second thread: parses the next chunk nobody has taken, while there is one and the
     /// first thread is not too far behind.
-    pub fn help(&self) {
+    fn help(&self) {
         /// Says the second thread is gone however it ends, so the first never waits for it.
         struct Gone<'c, 'a>(&'c Chunks<'a>);
         impl Drop for Gone<'_, '_> {
