@@ -475,43 +475,54 @@ fn threads() -> usize {
 /// after `},` and a line break (a line break cannot be inside a JSON string). Either may still be
 /// an object nested in an event's `args`, or outside the events array: [`parse_text`] checks.
 pub(crate) fn find_split(text: &str, from: usize) -> Option<usize> {
+    if let Some(open) = find_event_start(text, from) {
+        return Some(open);
+    }
     let b = text.as_bytes();
     let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
     let window = b.len().min(from.saturating_add(1 << 20));
-    // The `{` before `at`, with only white space between, when `},` (and white space) precede it.
-    let brace_before = |at: usize| -> Option<usize> {
-        let mut j = at;
-        while j > 0 && ws(b[j - 1]) {
-            j -= 1;
-        }
-        let open = j.checked_sub(1).filter(|&o| b[o] == b'{')?;
-        let mut k = open;
-        while k > 0 && ws(b[k - 1]) {
-            k -= 1;
-        }
-        let comma = k.checked_sub(1).filter(|&c| b[c] == b',')?;
-        let mut m = comma;
-        while m > 0 && ws(b[m - 1]) {
-            m -= 1;
-        }
-        (m > 0 && b[m - 1] == b'}').then_some(open)
-    };
-    let hay = text.get(from.min(b.len())..window)?;
-    if let Some(open) = hay
+    text.get(from.min(b.len())..window)?
+        .match_indices('\n')
+        .find_map(|(i, _)| {
+            let mut m = from + i;
+            while m < b.len() && ws(b[m]) {
+                m += 1;
+            }
+            (b.get(m) == Some(&b'{'))
+                .then_some(m)
+                .filter(|&o| brace_before(b, o + 1).is_some())
+        })
+}
+
+/// [`find_split`]'s first kind of place only: a `{` after `},` whose first key is `"ph"`, at or
+/// after `from` and within a megabyte of it.
+pub(crate) fn find_event_start(text: &str, from: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let window = b.len().min(from.saturating_add(1 << 20));
+    text.get(from.min(b.len())..window)?
         .match_indices("\"ph\"")
-        .find_map(|(i, _)| brace_before(from + i))
-    {
-        return Some(open);
+        .find_map(|(i, _)| brace_before(b, from + i))
+}
+
+/// The `{` before `at` in `b`, with only white space between, when `},` (and white space)
+/// precede it.
+fn brace_before(b: &[u8], at: usize) -> Option<usize> {
+    let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+    let mut j = at;
+    while j > 0 && ws(b[j - 1]) {
+        j -= 1;
     }
-    hay.match_indices('\n').find_map(|(i, _)| {
-        let mut m = from + i;
-        while m < b.len() && ws(b[m]) {
-            m += 1;
-        }
-        (b.get(m) == Some(&b'{'))
-            .then_some(m)
-            .filter(|&o| brace_before(o + 1).is_some())
-    })
+    let open = j.checked_sub(1).filter(|&o| b[o] == b'{')?;
+    let mut k = open;
+    while k > 0 && ws(b[k - 1]) {
+        k -= 1;
+    }
+    let comma = k.checked_sub(1).filter(|&c| b[c] == b',')?;
+    let mut m = comma;
+    while m > 0 && ws(b[m - 1]) {
+        m -= 1;
+    }
+    (m > 0 && b[m - 1] == b'}').then_some(open)
 }
 
 /// Events read by the second thread, with their `args` pairs; sent back empty to be refilled,
@@ -1114,8 +1125,9 @@ impl<'a, 's> Walker<'a, 's> {
             match feed.next()? {
                 reading::Fed::Segment(text) => self.segment(text)?,
                 reading::Fed::Rest { text, chunked } => {
-                    return rest(text, &mut *self.sink, self.skip, Some(in_object), chunked)
-                        .map(|()| true)
+                    let helper = Helper::of(chunked, feed.lent());
+                    return rest(text, &mut *self.sink, self.skip, Some(in_object), helper)
+                        .map(|()| true);
                 }
             }
         }
@@ -1152,32 +1164,61 @@ impl<'a, 's> Walker<'a, 's> {
     }
 }
 
+/// Which second thread parses chunks of a rest ([`rest`]).
+#[derive(Clone, Copy)]
+enum Helper<'h, 'a> {
+    /// None: the rest is read on this thread alone.
+    Alone,
+    /// One started for it.
+    Started,
+    /// One already running, lent for it.
+    Lent(&'h chunks::Lent<'a>),
+}
+
+impl<'h, 'a> Helper<'h, 'a> {
+    /// A second thread when `chunked`: `lent` if there is one, else one started.
+    fn of(chunked: bool, lent: Option<&'h chunks::Lent<'a>>) -> Self {
+        match (chunked, lent) {
+            (false, _) => Helper::Alone,
+            (true, Some(l)) => Helper::Lent(l),
+            (true, None) => Helper::Started,
+        }
+    }
+}
+
 /// The rest of a file, whole in `text`: from the start of an element of the events array (and
 /// then what follows the array; `in_object` when the array is a member of the top-level
 /// object), or the whole file (`None`). Read as a file read whole is, in chunks on two threads
-/// when `chunked`.
-fn rest(
-    text: &str,
+/// when there is a `helper`.
+fn rest<'a>(
+    text: &'a str,
     sink: &mut dyn Sink,
     skip: Option<Skip>,
     in_object: Option<bool>,
-    chunked: bool,
+    helper: Helper<'_, 'a>,
 ) -> Result<(), ParseError> {
-    let chunks = chunked
-        .then(|| chunks::Chunks::cut(text, chunks::CHUNK, skip))
-        .flatten();
+    let chunks = match helper {
+        Helper::Alone => None,
+        _ => chunks::Chunks::cut(text, chunks::CHUNK, skip),
+    };
     let mut w = Walker::new(text, sink, skip);
     let walk = |mut w: Walker<'_, '_>| match in_object {
         Some(in_object) => w.after_events(in_object),
         None => w.top().map(|_| ()),
     };
-    let Some(ch) = &chunks else {
+    let Some(ch) = chunks else {
         return walk(w);
     };
-    ch.run(true, || {
-        w.chunks = Some(ch);
-        walk(w)
-    })
+    match helper {
+        Helper::Lent(lent) => lent.run(ch, |ch| {
+            w.chunks = Some(ch);
+            walk(w)
+        }),
+        _ => ch.run(true, || {
+            w.chunks = Some(&ch);
+            walk(w)
+        }),
+    }
 }
 
 /// After the events array, which ended at `at` in `text` (after its `]` and white space), read

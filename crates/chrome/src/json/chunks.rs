@@ -19,7 +19,7 @@ use super::{finish_array, with_skip, Args, Batch, Cursor, Element, Field, Number
 use super::{ParseError, Sink, Skip, Walker, SKIP};
 use serde_json::error::Category;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 /// The length of a chunk, before the search for an element's start: small enough that the
 /// threads finish within a chunk's parse of each other (a tenth of a millisecond) and that its
@@ -124,6 +124,67 @@ fn parse_with<'a>(
             w.top()
         })
     })
+}
+
+/// A thread already running that is lent to parse chunks not cut yet: the thread that inflates
+/// a `.json.gz`, once the text is whole ([`super::reading`]). Starting a thread for the rest
+/// instead cost 0.1 ms, and now and then several (the new thread waiting for a core).
+pub(super) struct Lent<'a> {
+    chunks: OnceLock<Chunks<'a>>,
+    /// `Some(true)` once there are chunks to help with, `Some(false)` once there will be none.
+    told: Mutex<Option<bool>>,
+    tell: Condvar,
+}
+
+impl<'a> Lent<'a> {
+    pub fn new() -> Self {
+        Lent {
+            chunks: OnceLock::new(),
+            told: Mutex::new(None),
+            tell: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<bool>> {
+        self.told.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lent thread: waits to be told, then parses chunks beside the first thread (as a
+    /// thread started for them would) if there are any.
+    pub fn help(&self) {
+        let mut told = self.lock();
+        while told.is_none() {
+            told = self.tell.wait(told).unwrap_or_else(|e| e.into_inner());
+        }
+        let go = *told == Some(true);
+        drop(told);
+        if let Some(ch) = self.chunks.get().filter(|_| go) {
+            ch.help();
+        }
+    }
+
+    /// Tells the lent thread that there are no chunks for it (if it was not told of some).
+    /// The first thread must tell it one or the other before it waits for that thread to end.
+    pub fn close(&self) {
+        let mut told = self.lock();
+        told.get_or_insert(false);
+        drop(told);
+        self.tell.notify_all();
+    }
+
+    /// Runs `first`, the first thread's walk of the text, with `chunks` lent to this thread
+    /// beside it (from whenever it comes; until then the first parses every chunk), then calls
+    /// the parse off.
+    pub fn run<'s, R>(&'s self, chunks: Chunks<'a>, first: impl FnOnce(&'s Chunks<'a>) -> R) -> R {
+        let ch = self.chunks.get_or_init(|| chunks);
+        let mut told = self.lock();
+        told.get_or_insert(true);
+        drop(told);
+        self.tell.notify_all();
+        let out = first(ch);
+        ch.stop();
+        out
+    }
 }
 
 impl<'a> Chunks<'a> {

@@ -1,16 +1,20 @@
 //! Parsing a `.json.gz` file while it is inflated. A second thread inflates the text into one
-//! buffer of the size the file states, a step at a time; the first parses it behind, a segment
-//! at a time (cut where an element of the events array starts), handing its events to the
-//! importer. Once the text is whole, the rest is parsed as a file read whole is: in chunks, on
-//! both threads ([`super::chunks`]). So the inflating overlaps with parsing, and the second
-//! core parses once it has inflated.
+//! buffer of the size the file states, a step at a time, checking it to be UTF-8 as it goes;
+//! the first parses it behind, a segment at a time (cut where an element of the events array
+//! starts; the head short, so that it starts early), handing its events to the importer. Once
+//! the text is whole, the rest is parsed as a file read whole is: in chunks, by both threads,
+//! the inflating one lent for it ([`super::chunks::Lent`]). So the inflating overlaps with
+//! parsing, and the second core parses once it has inflated. The buffer is unmapped on a thread
+//! of its own.
 //!
 //! Whatever goes wrong (a size stated too small, a cut that is not the start of an element, an
 //! event longer than the search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read
 //! is given up and the caller reads the file whole from the start, into a fresh sink: results
 //! and errors never depend on this path.
 
-use super::{find_split, rest, threads, with_skip, ParseError, Sink, Skip, Walker, PARALLEL_MIN};
+use super::chunks::Lent;
+use super::{find_event_start, find_split, rest, threads, with_skip, Helper};
+use super::{ParseError, Sink, Skip, Walker, PARALLEL_MIN};
 use serde_json::error::Category;
 use std::io::{ErrorKind, Read};
 use std::marker::PhantomData;
@@ -22,6 +26,11 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 pub(crate) struct Plan {
     /// Files stating a smaller size are read whole instead.
     pub min: usize,
+    /// The length of the first segment (the head of the file), before the search for an
+    /// event's start, when shorter than `segment`: the first thread starts after this much
+    /// (and as much again) is inflated. Cut only before an event (`"ph"`); else the head is a
+    /// segment as long as the others.
+    pub first: usize,
     /// The length of a segment, before the search for an element's start.
     pub segment: usize,
     /// How far past a segment's length that search goes (the longest event a cut can pass).
@@ -34,9 +43,12 @@ impl Plan {
     fn here() -> Plan {
         Plan {
             min: PARALLEL_MIN,
+            first: 32 << 10,
             segment: 256 << 10,
             window: 128 << 10,
-            two_threads: PARALLEL_MIN,
+            // The rest is parsed in chunks by the inflating thread beside the first, which
+            // costs nothing to start.
+            two_threads: 0,
         }
     }
 }
@@ -55,15 +67,18 @@ pub(super) enum Fed<'a> {
 /// The text of a file being inflated, from where the parse has reached.
 pub(super) trait Feed<'a> {
     fn next(&mut self) -> Result<Fed<'a>, ParseError>;
+    /// A thread lent to parse the rest in chunks (else one is started for it).
+    fn lent(&self) -> Option<&Lent<'a>>;
 }
 
 /// How far the inflating thread got.
 #[derive(Clone, Copy)]
 struct Progress {
-    /// The first `filled` bytes of the buffer hold text.
+    /// The first `filled` bytes of the buffer hold text, checked to be UTF-8 (they end at a
+    /// character's end).
     filled: usize,
-    /// The text ended there (`Some(true)`), or the read failed or ran past the buffer
-    /// (`Some(false)`).
+    /// The text ended there (`Some(true)`), or the read failed, ran past the buffer or was not
+    /// UTF-8 (`Some(false)`).
     end: Option<bool>,
 }
 
@@ -119,26 +134,21 @@ impl<'b> Growing<'b> {
         self.more.notify_one();
     }
 
-    /// The inflating thread: `r` read into the buffer to its end.
+    /// The inflating thread: `r` read into the buffer to its end. It checks the text to be
+    /// UTF-8 as it goes (the first thread, which has more to do, then need not).
     fn inflate(&self, mut r: impl Read) {
+        // Bytes written, and bytes told (checked, to a character's end).
         let mut filled = 0;
         let mut told = 0;
         let mut populated = 0;
-        loop {
+        let ended = loop {
             if self.cancel.load(Ordering::Relaxed) {
-                return self.tell(Progress {
-                    filled: told,
-                    end: Some(false),
-                });
+                break false;
             }
             let step = STEP.min(self.len - filled);
             if step == 0 {
                 // Full: the text must end here.
-                let ended = matches!(r.read(&mut [0u8; 1]), Ok(0));
-                return self.tell(Progress {
-                    filled,
-                    end: Some(ended),
-                });
+                break matches!(r.read(&mut [0u8; 1]), Ok(0));
             }
             if filled + step > populated {
                 let n = POPULATE.min(self.len - populated);
@@ -146,28 +156,42 @@ impl<'b> Growing<'b> {
                 populated += n;
             }
             // SAFETY: `filled + step <= len`, and the reading thread reads only below the
-            // `filled` it was told, which is at most `filled` here (see `Sync` above).
+            // `filled` it was told, which is at most `told <= filled` here (see `Sync` above).
             let dst = unsafe { std::slice::from_raw_parts_mut(self.start.add(filled), step) };
             match r.read(dst) {
-                Ok(0) => {
-                    return self.tell(Progress {
-                        filled,
-                        end: Some(true),
-                    })
-                }
+                Ok(0) => break true,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    return self.tell(Progress {
-                        filled,
-                        end: Some(false),
-                    })
-                }
+                Err(_) => break false,
             }
             if filled - told >= STEP {
-                told = filled;
-                self.tell(Progress { filled, end: None });
+                let Some(to) = self.checked(told, filled) else {
+                    break false;
+                };
+                told = to;
+                self.tell(Progress {
+                    filled: told,
+                    end: None,
+                });
             }
+        };
+        let whole = ended && self.checked(told, filled) == Some(filled);
+        self.tell(Progress {
+            filled: if whole { filled } else { told },
+            end: Some(whole),
+        });
+    }
+
+    /// How far the bytes from `from` (a character's start) to `to` (at most the bytes written)
+    /// are UTF-8: to `to`, or to the start of a character cut there; `None` where a byte is not.
+    fn checked(&self, from: usize, to: usize) -> Option<usize> {
+        // SAFETY: the inflating thread (the caller) wrote these bytes; the reading thread
+        // only reads bytes, never writes them.
+        let b = unsafe { std::slice::from_raw_parts(self.start.add(from), to - from) };
+        match std::str::from_utf8(b) {
+            Ok(_) => Some(to),
+            Err(e) if e.error_len().is_none() => Some(from + e.valid_up_to()),
+            Err(_) => None,
         }
     }
 
@@ -218,59 +242,79 @@ impl Drop for Ended<'_, '_> {
 /// starts, then the rest.
 struct Behind<'g, 'b> {
     g: &'g Growing<'b>,
+    /// The inflating thread, lent to parse the rest once it is inflated.
+    lent: &'g Lent<'b>,
     plan: Plan,
     /// Bytes of text handed on.
     sent: usize,
-    /// Bytes checked to be UTF-8 (to a character's end).
-    checked: usize,
 }
 
 impl<'b> Behind<'_, 'b> {
-    /// The text from `sent` to at least `to` (`None` where it holds a byte that is not UTF-8).
-    fn text(&mut self, to: usize) -> Option<&'b str> {
+    /// The text from `sent` to `to`, a `filled` this thread was told.
+    fn text(&self, to: usize) -> &'b str {
         let b = self.g.bytes(to);
-        if to > self.checked {
-            match std::str::from_utf8(&b[self.checked..]) {
-                Ok(_) => self.checked = to,
-                // A character cut at the end: checked again from its start.
-                Err(e) if e.error_len().is_none() => self.checked += e.valid_up_to(),
-                Err(_) => return None,
-            }
+        // SAFETY: the inflating thread checked the text it said was filled to be UTF-8 (to a
+        // character's end); `sent` is the place of a `{`.
+        unsafe { std::str::from_utf8_unchecked(&b[self.sent..]) }
+    }
+
+    /// The head of the file, when inflated soon enough and cut before an event.
+    fn head(&mut self) -> Option<&'b str> {
+        let first = self.plan.first;
+        let p = self.g.wait(first.saturating_mul(2));
+        if p.end.is_some() {
+            return None;
         }
-        // SAFETY: `b[..checked]` was checked above, a part at a time, each part from the end of
-        // the last (a character's end) to a character's end; `sent` is the place of a `{`.
-        Some(unsafe { std::str::from_utf8_unchecked(&b[self.sent..self.checked]) })
+        let text = self.text(p.filled);
+        let at = find_event_start(text, first).filter(|&at| at > 0)?;
+        self.sent = at;
+        Some(&text[..at])
     }
 }
 
 impl<'b> Feed<'b> for Behind<'_, 'b> {
     fn next(&mut self) -> Result<Fed<'b>, ParseError> {
-        let want = self.sent + self.plan.segment + self.plan.window;
-        let p = self.g.wait(want);
+        if self.sent == 0 && self.plan.first < self.plan.segment {
+            if let Some(head) = self.head() {
+                return Ok(Fed::Segment(head));
+            }
+        }
+        let p = self
+            .g
+            .wait(self.sent + self.plan.segment + self.plan.window);
         match p.end {
             Some(false) => return Err(stopped("reading the file failed")),
             // Inflated to the end: the rest on both threads.
             Some(true) => {
-                let rest = self
-                    .text(p.filled)
-                    .ok_or_else(|| stopped("not UTF-8 text"))?;
-                if self.checked < p.filled {
-                    return Err(stopped("not UTF-8 text"));
-                }
+                let rest = self.text(p.filled);
                 self.sent = p.filled;
                 return Ok(Fed::Rest {
                     text: rest,
                     chunked: rest.len() >= self.plan.two_threads && threads() >= 2,
                 });
             }
-            _ => {}
+            None => {}
         }
-        let text = self.text(want).ok_or_else(|| stopped("not UTF-8 text"))?;
+        let text = self.text(p.filled);
         let Some(at) = find_split(text, self.plan.segment).filter(|&at| at > 0) else {
             return Err(stopped("no place to cut"));
         };
         self.sent += at;
         Ok(Fed::Segment(&text[..at]))
+    }
+
+    fn lent(&self) -> Option<&Lent<'b>> {
+        Some(self.lent)
+    }
+}
+
+/// Tells the lent thread there are no chunks for it, however the parse ends (so that it never
+/// waits in vain for the first thread).
+struct Closing<'l, 'b>(&'l Lent<'b>);
+
+impl Drop for Closing<'_, '_> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -304,30 +348,51 @@ fn parse_planned<R: Read + Send>(
     // (PERFORMANCE.md).
     let mut buf = memmap2::MmapMut::map_anon(size).ok()?;
     let g = Growing::new(&mut buf);
-    std::thread::scope(|s| {
+    let lent = Lent::new();
+    let sent = std::thread::scope(|s| {
         let inflating = std::thread::Builder::new()
             .name("xlens-gunzip".into())
             .spawn_scoped(s, || {
-                let _ended = Ended(&g);
-                g.inflate(r)
+                {
+                    let _ended = Ended(&g);
+                    g.inflate(r);
+                }
+                // Then it parses chunks of the rest beside the first thread.
+                lent.help();
             })
             .ok()?;
+        let closing = Closing(&lent);
         let mut feed = Behind {
             g: &g,
+            lent: &lent,
             plan,
             sent: 0,
-            checked: 0,
         };
         let parsed = with_skip(skip, || match feed.next() {
             Ok(Fed::Segment(head)) => Walker::fed(head, sink, &mut feed, skip).top(),
             // Inflated whole before the first segment was asked for.
-            Ok(Fed::Rest { text, chunked }) => rest(text, sink, skip, None, chunked).map(|()| true),
+            Ok(Fed::Rest { text, chunked }) => {
+                rest(text, sink, skip, None, Helper::of(chunked, Some(&lent))).map(|()| true)
+            }
             Err(e) => Err(e),
         });
         g.cancel.store(true, Ordering::Relaxed);
+        drop(closing);
         let _ = inflating.join();
         matches!(parsed, Ok(true)).then_some(feed.sent)
-    })
+    });
+    drop(lent);
+    unmap_later(buf);
+    sent
+}
+
+/// Drops `buf` on a thread of its own: the kernel takes a while to unmap megabytes (0.8 ms for
+/// the 10 MB of a trace, a twentieth of its first answer), which nothing need wait for. Where
+/// no thread starts, it is dropped here.
+fn unmap_later(buf: memmap2::MmapMut) {
+    let _ = std::thread::Builder::new()
+        .name("xlens-unmap".into())
+        .spawn(move || drop(buf));
 }
 
 /// Why the read was given up (the file is then read whole, which says what is wrong).
@@ -365,6 +430,7 @@ mod tests {
     fn plan(segment: usize, window: usize) -> Plan {
         Plan {
             min: 0,
+            first: segment,
             segment,
             window,
             two_threads: 0,
@@ -436,9 +502,11 @@ mod tests {
             // Windows longer than the longest event (6,860 bytes); from segments of a few
             // events to a third of the file; the rest on one thread or in chunks on two.
             for segment in [3 << 10, 7_000, 20 << 10, 150 << 10, text.len() / 3] {
-                for two_threads in [0, usize::MAX] {
+                // The head as long as a segment, or shorter.
+                for (two_threads, first) in [(0, segment), (usize::MAX, segment), (0, 1 << 10)] {
                     let plan = Plan {
                         two_threads,
+                        first,
                         ..plan(segment, 8 << 10)
                     };
                     let all = |r: Box<dyn Read + Send + '_>| {
@@ -470,8 +538,11 @@ mod tests {
         let want = whole_read(TRICKY, None);
         let mut parsed = 0;
         for segment in 4..TRICKY.len() {
-            for window in [8, 40, 120] {
-                let plan = plan(segment, window);
+            for (window, first) in [(8, segment), (40, segment), (120, segment), (40, 5)] {
+                let plan = Plan {
+                    first,
+                    ..plan(segment, window)
+                };
                 let b = TRICKY.as_bytes();
                 parsed += usize::from(check(b, b.len(), b.len(), None, plan, &want));
                 // One byte changed after the first cut or near the end.
@@ -515,6 +586,58 @@ mod tests {
         }
         // Many changes land inside strings and numbers and leave valid JSON.
         assert!(parsed > 5, "{parsed}");
+    }
+
+    /// A reader that ends each read just after the first byte of a character of two or more
+    /// bytes, where the bytes asked for hold one: the inflating thread's checks then stop
+    /// within characters.
+    struct Splitting<'a>(&'a [u8]);
+
+    impl Read for Splitting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut n = buf.len().min(self.0.len());
+            if let Some(k) = self.0[..n].iter().position(|&c| c >= 0xC0) {
+                n = k + 1;
+            }
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn text_beyond_ascii_is_checked_as_it_is_inflated() {
+        // Characters of two and three bytes all through the file, in names and args.
+        let text = rank0().replace("aten::", "aten∷é");
+        let plan = plan(20 << 10, 8 << 10);
+        let b = text.as_bytes();
+        assert!(b.len() > 4 * STEP);
+        for skip in [None, Some(crate::GPU_ACTIVITY)] {
+            let want = whole_read(&text, skip);
+            assert!(want.is_ok());
+            assert!(check(Splitting(b), b.len(), b.len(), skip, plan, &want));
+            assert!(check(b, b.len(), b.len(), skip, plan, &want));
+        }
+        // A byte that is not UTF-8 (in a name, so the JSON is otherwise as it was) anywhere:
+        // the head, a segment, the rest, the last byte before the closing brace.
+        let names: Vec<usize> = text.match_indices("aten∷é").map(|(i, _)| i).collect();
+        for at in [names[0], names[names.len() / 2], names[names.len() - 1]] {
+            for bad in [&[0xFFu8][..], &[0xC3], &[0xE2, 0x88]] {
+                let mut changed = b.to_vec();
+                changed.splice(at..at, bad.iter().copied());
+                for r in [
+                    Box::new(Splitting(&changed)) as Box<dyn Read + Send>,
+                    Box::new(&changed[..]),
+                ] {
+                    let mut rec = Record::default();
+                    assert_eq!(
+                        parse_planned(r, changed.len(), &mut rec, None, plan),
+                        None,
+                        "{bad:?} at {at}"
+                    );
+                }
+            }
+        }
     }
 
     /// A reader that fails after `ok` bytes.
