@@ -1124,10 +1124,15 @@ impl<'a, 's> Walker<'a, 's> {
         loop {
             match feed.next()? {
                 reading::Fed::Segment(text) => self.segment(text)?,
-                reading::Fed::Rest { text, chunked } => {
-                    let helper = Helper::of(chunked, feed.lent());
-                    return rest(text, &mut *self.sink, self.skip, Some(in_object), helper)
-                        .map(|()| true);
+                reading::Fed::Rest(text) => {
+                    return rest(
+                        text,
+                        &mut *self.sink,
+                        self.skip,
+                        Some(in_object),
+                        feed.lent(),
+                    )
+                    .map(|()| true);
                 }
             }
         }
@@ -1164,61 +1169,25 @@ impl<'a, 's> Walker<'a, 's> {
     }
 }
 
-/// Which second thread parses chunks of a rest ([`rest`]).
-#[derive(Clone, Copy)]
-enum Helper<'h, 'a> {
-    /// None: the rest is read on this thread alone.
-    Alone,
-    /// One started for it.
-    Started,
-    /// One already running, lent for it.
-    Lent(&'h chunks::Lent<'a>),
-}
-
-impl<'h, 'a> Helper<'h, 'a> {
-    /// A second thread when `chunked`: `lent` if there is one, else one started.
-    fn of(chunked: bool, lent: Option<&'h chunks::Lent<'a>>) -> Self {
-        match (chunked, lent) {
-            (false, _) => Helper::Alone,
-            (true, Some(l)) => Helper::Lent(l),
-            (true, None) => Helper::Started,
-        }
-    }
-}
-
-/// The rest of a file, whole in `text`: from the start of an element of the events array (and
-/// then what follows the array; `in_object` when the array is a member of the top-level
-/// object), or the whole file (`None`). Read as a file read whole is, in chunks on two threads
-/// when there is a `helper`.
+/// The rest of a `.json.gz` file, whole in `text` once inflated: from the start of an element
+/// of the events array (and then what follows the array; `in_object` when the array is a member
+/// of the top-level object), or the whole file (`None`). Read as a file read whole is, in the
+/// chunks the `lent` thread cut of it, on both threads (or on this one alone where it cut none).
 fn rest<'a>(
     text: &'a str,
     sink: &mut dyn Sink,
     skip: Option<Skip>,
     in_object: Option<bool>,
-    helper: Helper<'_, 'a>,
+    lent: &chunks::Lent<'a>,
 ) -> Result<(), ParseError> {
-    let chunks = match helper {
-        Helper::Alone => None,
-        _ => chunks::Chunks::cut(text, chunks::CHUNK, skip),
-    };
     let mut w = Walker::new(text, sink, skip);
-    let walk = |mut w: Walker<'_, '_>| match in_object {
-        Some(in_object) => w.after_events(in_object),
-        None => w.top().map(|_| ()),
-    };
-    let Some(ch) = chunks else {
-        return walk(w);
-    };
-    match helper {
-        Helper::Lent(lent) => lent.run(ch, |ch| {
-            w.chunks = Some(ch);
-            walk(w)
-        }),
-        _ => ch.run(true, || {
-            w.chunks = Some(&ch);
-            walk(w)
-        }),
-    }
+    lent.run(text, |ch| {
+        w.chunks = ch;
+        match in_object {
+            Some(in_object) => w.after_events(in_object),
+            None => w.top().map(|_| ()),
+        }
+    })
 }
 
 /// After the events array, which ended at `at` in `text` (after its `]` and white space), read

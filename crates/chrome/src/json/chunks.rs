@@ -126,64 +126,96 @@ fn parse_with<'a>(
     })
 }
 
-/// A thread already running that is lent to parse chunks not cut yet: the thread that inflates
-/// a `.json.gz`, once the text is whole ([`super::reading`]). Starting a thread for the rest
+/// The rest of a `.json.gz`'s text, cut into chunks by the thread that inflated it, which then
+/// parses them beside the first thread ([`super::reading`]): it is free the moment the text is
+/// whole, while the first is still in the middle of a segment. Starting a thread for the rest
 /// instead cost 0.1 ms, and now and then several (the new thread waiting for a core).
 pub(super) struct Lent<'a> {
     chunks: OnceLock<Chunks<'a>>,
-    /// `Some(true)` once there are chunks to help with, `Some(false)` once there will be none.
-    told: Mutex<Option<bool>>,
-    tell: Condvar,
+    state: Mutex<LentState>,
+    told: Condvar,
+}
+
+#[derive(Default)]
+struct LentState {
+    /// `Some(true)` once the chunks are there, `Some(false)` once there will be none.
+    cut: Option<bool>,
+    /// The first thread is done: no chunk is to be parsed any more.
+    over: bool,
 }
 
 impl<'a> Lent<'a> {
     pub fn new() -> Self {
         Lent {
             chunks: OnceLock::new(),
-            told: Mutex::new(None),
-            tell: Condvar::new(),
+            state: Mutex::new(LentState::default()),
+            told: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<bool>> {
-        self.told.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, LentState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The lent thread: waits to be told, then parses chunks beside the first thread (as a
-    /// thread started for them would) if there are any.
-    pub fn help(&self) {
-        let mut told = self.lock();
-        while told.is_none() {
-            told = self.tell.wait(told).unwrap_or_else(|e| e.into_inner());
+    /// The lent thread: hands over the chunks of the rest (`None`: the rest is to be read on
+    /// one thread), then parses them as a thread started for them would, unless the first
+    /// thread is already done.
+    pub fn help_with(&self, chunks: Option<Chunks<'a>>) {
+        let mut st = self.lock();
+        if st.over {
+            return;
         }
-        let go = *told == Some(true);
-        drop(told);
-        if let Some(ch) = self.chunks.get().filter(|_| go) {
+        let ch = chunks.map(|c| self.chunks.get_or_init(|| c));
+        st.cut.get_or_insert(ch.is_some());
+        drop(st);
+        self.told.notify_all();
+        if let Some(ch) = ch {
             ch.help();
         }
     }
 
-    /// Tells the lent thread that there are no chunks for it (if it was not told of some).
-    /// The first thread must tell it one or the other before it waits for that thread to end.
+    /// Says there will be no chunks (if none were handed over): the lent thread must say one or
+    /// the other, however it ends, before the first thread waits for it in [`Lent::run`].
     pub fn close(&self) {
-        let mut told = self.lock();
-        told.get_or_insert(false);
-        drop(told);
-        self.tell.notify_all();
+        self.lock().cut.get_or_insert(false);
+        self.told.notify_all();
     }
 
-    /// Runs `first`, the first thread's walk of the text, with `chunks` lent to this thread
-    /// beside it (from whenever it comes; until then the first parses every chunk), then calls
-    /// the parse off.
-    pub fn run<'s, R>(&'s self, chunks: Chunks<'a>, first: impl FnOnce(&'s Chunks<'a>) -> R) -> R {
-        let ch = self.chunks.get_or_init(|| chunks);
-        let mut told = self.lock();
-        told.get_or_insert(true);
-        drop(told);
-        self.tell.notify_all();
+    /// The first thread is done, however it ended: the lent thread parses no more chunks (and
+    /// never starts, if it has not), so that it never waits for the first thread in vain.
+    pub fn finish(&self) {
+        self.lock().over = true;
+        if let Some(ch) = self.chunks.get() {
+            ch.stop();
+        }
+    }
+
+    /// Runs `first`, the first thread's walk of the rest (`text`), with the chunks the lent
+    /// thread cut of the same text, once it has said whether there are any, then calls the
+    /// parse off.
+    pub fn run<'s, R>(
+        &'s self,
+        text: &'a str,
+        first: impl FnOnce(Option<&'s Chunks<'a>>) -> R,
+    ) -> R {
+        let mut st = self.lock();
+        while st.cut.is_none() {
+            st = self.told.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(st);
+        let ch = self.chunks.get().filter(|c| std::ptr::eq(c.text, text));
         let out = first(ch);
-        ch.stop();
+        self.finish();
         out
+    }
+}
+
+/// Calls [`Lent::finish`] when dropped: the first thread's guard, for however its parse ends.
+pub(super) struct Finishing<'l, 'a>(pub &'l Lent<'a>);
+
+impl Drop for Finishing<'_, '_> {
+    fn drop(&mut self) {
+        self.0.finish();
     }
 }
 

@@ -1,19 +1,20 @@
 //! Parsing a `.json.gz` file while it is inflated. A second thread inflates the text into one
 //! buffer of the size the file states, a step at a time, checking it to be UTF-8 as it goes;
 //! the first parses it behind, a segment at a time (cut where an element of the events array
-//! starts; the head short, so that it starts early), handing its events to the importer. Once
-//! the text is whole, the rest is parsed as a file read whole is: in chunks, by both threads,
-//! the inflating one lent for it ([`super::chunks::Lent`]). So the inflating overlaps with
-//! parsing, and the second core parses once it has inflated. The buffer is unmapped on a thread
-//! of its own.
+//! starts; the head short, so that it starts early), handing its events to the importer. The
+//! moment the text is whole, the inflating thread cuts the rest (from the end of the segments
+//! the first has taken) into chunks and parses them, and the first joins it once through its
+//! segment: the rest is parsed as a file read whole is, on both threads ([`super::chunks`],
+//! [`super::chunks::Lent`]). So the inflating overlaps with parsing, and the second core parses
+//! once it has inflated. The buffer is unmapped on a thread of its own.
 //!
 //! Whatever goes wrong (a size stated too small, a cut that is not the start of an element, an
 //! event longer than the search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read
 //! is given up and the caller reads the file whole from the start, into a fresh sink: results
 //! and errors never depend on this path.
 
-use super::chunks::Lent;
-use super::{find_event_start, find_split, rest, threads, with_skip, Helper};
+use super::chunks::{Chunks, Finishing, Lent, CHUNK};
+use super::{find_event_start, find_split, rest, threads, with_skip};
 use super::{ParseError, Sink, Skip, Walker, PARALLEL_MIN};
 use serde_json::error::Category;
 use std::io::{ErrorKind, Read};
@@ -37,6 +38,8 @@ pub(crate) struct Plan {
     pub window: usize,
     /// The rest, once inflated, is parsed on two threads when at least this long.
     pub two_threads: usize,
+    /// The length of the rest's chunks (see [`super::chunks`]).
+    pub chunk: usize,
 }
 
 impl Plan {
@@ -49,6 +52,7 @@ impl Plan {
             // The rest is parsed in chunks by the inflating thread beside the first, which
             // costs nothing to start.
             two_threads: 0,
+            chunk: CHUNK,
         }
     }
 }
@@ -60,15 +64,15 @@ const STEP: usize = 256 << 10;
 pub(super) enum Fed<'a> {
     /// Text whose elements of the events array end exactly at its end, each with a comma.
     Segment(&'a str),
-    /// The rest of the file, inflated to its end; to be parsed on two threads when `chunked`.
-    Rest { text: &'a str, chunked: bool },
+    /// The rest of the file, inflated to its end.
+    Rest(&'a str),
 }
 
 /// The text of a file being inflated, from where the parse has reached.
 pub(super) trait Feed<'a> {
     fn next(&mut self) -> Result<Fed<'a>, ParseError>;
-    /// A thread lent to parse the rest in chunks (else one is started for it).
-    fn lent(&self) -> Option<&Lent<'a>>;
+    /// The thread that cuts the rest into chunks and parses them beside this one.
+    fn lent(&self) -> &Lent<'a>;
 }
 
 /// How far the inflating thread got.
@@ -80,6 +84,9 @@ struct Progress {
     /// The text ended there (`Some(true)`), or the read failed, ran past the buffer or was not
     /// UTF-8 (`Some(false)`).
     end: Option<bool>,
+    /// Where the segments the reading thread has taken end: the rest starts there once the
+    /// text is whole.
+    taken: usize,
 }
 
 /// A buffer one thread inflates into while another reads what is already inflated.
@@ -118,6 +125,7 @@ impl<'b> Growing<'b> {
             progress: Mutex::new(Progress {
                 filled: 0,
                 end: None,
+                taken: 0,
             }),
             more: Condvar::new(),
             cancel: AtomicBool::new(false),
@@ -129,14 +137,32 @@ impl<'b> Growing<'b> {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn tell(&self, p: Progress) {
-        *self.lock() = p;
+    /// Says how far the inflating got; returns where the segments taken end.
+    fn tell(&self, filled: usize, end: Option<bool>) -> usize {
+        let mut p = self.lock();
+        p.filled = filled;
+        p.end = end;
+        let taken = p.taken;
+        drop(p);
         self.more.notify_one();
+        taken
+    }
+
+    /// The reading thread takes the segment that ends at `to`, unless the inflating has ended
+    /// (then the rest starts where the segments taken before end).
+    fn take(&self, to: usize) -> bool {
+        let mut p = self.lock();
+        if p.end.is_some() {
+            return false;
+        }
+        p.taken = to;
+        true
     }
 
     /// The inflating thread: `r` read into the buffer to its end. It checks the text to be
-    /// UTF-8 as it goes (the first thread, which has more to do, then need not).
-    fn inflate(&self, mut r: impl Read) {
+    /// UTF-8 as it goes (the first thread, which has more to do, then need not). Returns the
+    /// rest of the text, from where the segments taken end, when it is whole.
+    fn inflate(&self, mut r: impl Read) -> Option<&'b str> {
         // Bytes written, and bytes told (checked, to a character's end).
         let mut filled = 0;
         let mut told = 0;
@@ -169,17 +195,15 @@ impl<'b> Growing<'b> {
                     break false;
                 };
                 told = to;
-                self.tell(Progress {
-                    filled: told,
-                    end: None,
-                });
+                self.tell(told, None);
             }
         };
         let whole = ended && self.checked(told, filled) == Some(filled);
-        self.tell(Progress {
-            filled: if whole { filled } else { told },
-            end: Some(whole),
-        });
+        let taken = self.tell(if whole { filled } else { told }, Some(whole));
+        let b = self.bytes(filled);
+        // SAFETY: the whole text was checked to be UTF-8 above; `taken` is the end of a segment
+        // (the place of a `{`) or 0.
+        whole.then(|| unsafe { std::str::from_utf8_unchecked(&b[taken..]) })
     }
 
     /// How far the bytes from `from` (a character's start) to `to` (at most the bytes written)
@@ -215,10 +239,11 @@ impl<'b> Growing<'b> {
         *p
     }
 
-    /// The first `n` bytes inflated (`n` at most a `filled` this thread was told).
+    /// The first `n` bytes inflated (`n` at most a `filled` the reading thread was told, or
+    /// all when the inflating has ended).
     fn bytes(&self, n: usize) -> &'b [u8] {
-        // SAFETY: below `filled` the inflating thread no longer writes (see `Sync` above), and
-        // the buffer is borrowed for `'b`.
+        // SAFETY: below `filled` the inflating thread no longer writes (see `Sync` above), nor
+        // anywhere once it has ended; the buffer is borrowed for `'b`.
         unsafe { std::slice::from_raw_parts(self.start, n) }
     }
 }
@@ -267,7 +292,16 @@ impl<'b> Behind<'_, 'b> {
         }
         let text = self.text(p.filled);
         let at = find_event_start(text, first).filter(|&at| at > 0)?;
-        self.sent = at;
+        self.segment(text, at)
+    }
+
+    /// `text[..at]` as the next segment, unless the inflating ended meanwhile (the inflating
+    /// thread then cut the rest into chunks from `sent`).
+    fn segment(&mut self, text: &'b str, at: usize) -> Option<&'b str> {
+        if !self.g.take(self.sent + at) {
+            return None;
+        }
+        self.sent += at;
         Some(&text[..at])
     }
 }
@@ -279,37 +313,37 @@ impl<'b> Feed<'b> for Behind<'_, 'b> {
                 return Ok(Fed::Segment(head));
             }
         }
-        let p = self
-            .g
-            .wait(self.sent + self.plan.segment + self.plan.window);
-        match p.end {
-            Some(false) => return Err(stopped("reading the file failed")),
-            // Inflated to the end: the rest on both threads.
-            Some(true) => {
-                let rest = self.text(p.filled);
-                self.sent = p.filled;
-                return Ok(Fed::Rest {
-                    text: rest,
-                    chunked: rest.len() >= self.plan.two_threads && threads() >= 2,
-                });
+        loop {
+            let p = self
+                .g
+                .wait(self.sent + self.plan.segment + self.plan.window);
+            match p.end {
+                Some(false) => return Err(stopped("reading the file failed")),
+                // Inflated to the end: the rest, in the chunks the inflating thread cut.
+                Some(true) => {
+                    let rest = self.text(p.filled);
+                    self.sent = p.filled;
+                    return Ok(Fed::Rest(rest));
+                }
+                None => {}
             }
-            None => {}
+            let text = self.text(p.filled);
+            let Some(at) = find_split(text, self.plan.segment).filter(|&at| at > 0) else {
+                return Err(stopped("no place to cut"));
+            };
+            if let Some(segment) = self.segment(text, at) {
+                return Ok(Fed::Segment(segment));
+            }
         }
-        let text = self.text(p.filled);
-        let Some(at) = find_split(text, self.plan.segment).filter(|&at| at > 0) else {
-            return Err(stopped("no place to cut"));
-        };
-        self.sent += at;
-        Ok(Fed::Segment(&text[..at]))
     }
 
-    fn lent(&self) -> Option<&Lent<'b>> {
-        Some(self.lent)
+    fn lent(&self) -> &Lent<'b> {
+        self.lent
     }
 }
 
-/// Tells the lent thread there are no chunks for it, however the parse ends (so that it never
-/// waits in vain for the first thread).
+/// Says there are no chunks of the rest (unless there are), however the inflating thread ends,
+/// so that the first thread never waits for them in vain.
 struct Closing<'l, 'b>(&'l Lent<'b>);
 
 impl Drop for Closing<'_, '_> {
@@ -353,15 +387,21 @@ fn parse_planned<R: Read + Send>(
         let inflating = std::thread::Builder::new()
             .name("xlens-gunzip".into())
             .spawn_scoped(s, || {
-                {
+                let _closing = Closing(&lent);
+                let rest = {
                     let _ended = Ended(&g);
-                    g.inflate(r);
+                    g.inflate(r)
+                };
+                // Then it cuts the rest into chunks and parses them beside the first thread.
+                if let Some(rest) = rest {
+                    let chunks = (rest.len() >= plan.two_threads && threads() >= 2)
+                        .then(|| Chunks::cut(rest, plan.chunk, skip))
+                        .flatten();
+                    lent.help_with(chunks);
                 }
-                // Then it parses chunks of the rest beside the first thread.
-                lent.help();
             })
             .ok()?;
-        let closing = Closing(&lent);
+        let finishing = Finishing(&lent);
         let mut feed = Behind {
             g: &g,
             lent: &lent,
@@ -371,13 +411,11 @@ fn parse_planned<R: Read + Send>(
         let parsed = with_skip(skip, || match feed.next() {
             Ok(Fed::Segment(head)) => Walker::fed(head, sink, &mut feed, skip).top(),
             // Inflated whole before the first segment was asked for.
-            Ok(Fed::Rest { text, chunked }) => {
-                rest(text, sink, skip, None, Helper::of(chunked, Some(&lent))).map(|()| true)
-            }
+            Ok(Fed::Rest(text)) => rest(text, sink, skip, None, &lent).map(|()| true),
             Err(e) => Err(e),
         });
         g.cancel.store(true, Ordering::Relaxed);
-        drop(closing);
+        drop(finishing);
         let _ = inflating.join();
         matches!(parsed, Ok(true)).then_some(feed.sent)
     });
@@ -408,8 +446,10 @@ fn stopped(why: &str) -> ParseError {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{Record, TRICKY};
-    use super::super::{parse_text, with_skip, Skip};
+    use super::super::{parse_text, with_skip, Args, RawEvent, Skip};
     use super::*;
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
     use std::io::{self, Read};
 
     const RANK0: &str = concat!(
@@ -434,6 +474,7 @@ mod tests {
             segment,
             window,
             two_threads: 0,
+            chunk: 2 << 10,
         }
     }
 
@@ -586,6 +627,93 @@ mod tests {
         }
         // Many changes land inside strings and numbers and leave valid JSON.
         assert!(parsed > 5, "{parsed}");
+    }
+
+    /// A reader that gives the first `hold` bytes, then waits for a word from the sink before
+    /// it gives the rest. (The inflating thread says how far it got every [`STEP`] bytes, so
+    /// the reading thread gets no further than the last step before `hold`.)
+    struct Held<'a> {
+        bytes: &'a [u8],
+        hold: usize,
+        go: std::sync::mpsc::Receiver<()>,
+    }
+
+    impl Read for Held<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.hold == 0 {
+                let _ = self.go.recv();
+            }
+            let mut n = buf.len().min(self.bytes.len());
+            if self.hold > 0 {
+                n = n.min(self.hold);
+                self.hold -= n;
+            }
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// A sink that, at its `at`th event, lets the reader go on and waits a while (so that the
+    /// text is inflated and its rest cut and parsed beside the segment being read).
+    struct Gate {
+        rec: Record,
+        at: usize,
+        go: Option<std::sync::mpsc::Sender<()>>,
+    }
+
+    impl Sink for Gate {
+        fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
+            self.rec.event(e, args);
+            if self.rec.0.len() == self.at {
+                if let Some(go) = self.go.take() {
+                    let _ = go.send(());
+                    drop(go);
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+            }
+        }
+        fn strings(&mut self, new: &[Cow<'_, str>]) {
+            self.rec.strings(new);
+        }
+        fn field(&mut self, key: &str, value: &RawValue) {
+            self.rec.field(key, value);
+        }
+    }
+
+    #[test]
+    fn a_segment_that_fails_while_the_rest_is_parsed_beside_it_parses_nothing() {
+        let text = rank0();
+        // Segments of 20 KB; the rest in chunks of 2 KB, more than the inflating thread may
+        // parse ahead of the first (it then waits for the first to hand them on).
+        let plan = plan(20 << 10, 8 << 10);
+        let names: Vec<usize> = text.match_indices("\"name\": \"").map(|(i, _)| i).collect();
+        // The reader stops before the event after the gate, in the first thread's segments; the
+        // event after it is bad JSON.
+        for k in [30, 60, 90] {
+            let mut changed = text.clone().into_bytes();
+            changed[names[k + 1] + 6] = b'[';
+            let want = whole_read(std::str::from_utf8(&changed).expect("ASCII"), None);
+            assert!(want.is_err());
+            let (tx, rx) = std::sync::mpsc::channel();
+            let held = Held {
+                bytes: &changed,
+                hold: names[k] + STEP + (60 << 10),
+                go: rx,
+            };
+            let mut gate = Gate {
+                rec: Record::default(),
+                // The first events are the trace's head fields.
+                at: k,
+                go: Some(tx),
+            };
+            assert_eq!(
+                parse_planned(held, changed.len(), &mut gate, None, plan),
+                None,
+                "bad after event {k}"
+            );
+            assert!(gate.go.is_none(), "the gate was reached");
+        }
     }
 
     /// A reader that ends each read just after the first byte of a character of two or more
