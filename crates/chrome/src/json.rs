@@ -544,14 +544,6 @@ pub(crate) fn parse_text(text: &str, sink: &mut dyn Sink) -> Result<bool, ParseE
     Walker::new(text, sink, skip).top()
 }
 
-/// One element of the events array as read.
-enum Element<'a> {
-    /// Left out by the [`Skip`] in force: its phase, category and times.
-    Skipped(RawEvent<'a>),
-    /// Read, its `args` pairs (if any) in the list given to [`Cursor::event`].
-    Read(RawEvent<'a>),
-}
-
 /// What [`skim`] finds of an event object without parsing it.
 #[derive(Default)]
 struct Skimmed<'a> {
@@ -761,7 +753,15 @@ fn worth_skimming(b: &[u8], at: usize, skip: &Skip) -> bool {
 }
 
 /// The event a skim found, when `skip` leaves it out and the skim read all it needs of it.
-fn skipped_event<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
+fn skipped_event<'a>(k: &Skimmed<'a>, skip: Skip, e: &mut RawEvent<'a>) -> bool {
+    let Some(skipped) = skipped_of(k, skip) else {
+        return false;
+    };
+    *e = skipped;
+    true
+}
+
+fn skipped_of<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
     let (ph, cat) = (k.ph?, k.cat?);
     if k.read_in_full || !skip.wants_skipped(ph, cat) {
         return None;
@@ -829,32 +829,35 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The event that starts here: skimmed past when `skip` leaves it out, else read, its
-    /// `args` pairs appended to `pairs`.
+    /// The event that starts here, into `e`: skimmed past when `skip` leaves it out (returns
+    /// `true`), else read, its `args` pairs appended to `pairs`.
     fn event(
         &mut self,
         skip: Option<Skip>,
         pairs: &mut Vec<Pair<'a>>,
-    ) -> Result<Element<'a>, ParseError> {
+        e: &mut RawEvent<'a>,
+    ) -> Result<bool, ParseError> {
         if let Some(skip) = skip.filter(|s| worth_skimming(self.text.as_bytes(), self.pos, s)) {
             if let Some(k) = skim(self.text, self.pos) {
-                if let Some(e) = skipped_event(&k, skip) {
+                if skipped_event(&k, skip, e) {
                     self.pos = k.end;
-                    return Ok(Element::Skipped(e));
+                    return Ok(true);
                 }
             }
         }
-        if let Some((e, end)) = plain::event(self.text, self.pos, skip, pairs) {
+        *e = RawEvent::default();
+        if let Some(end) = plain::event(self.text, self.pos, skip, pairs, e) {
             self.pos = end;
-            return Ok(Element::Read(e));
+            return Ok(false);
         }
-        let mut e: OwnedEvent<'a> = self.value()?;
-        if let Some((from, to)) = e.event.args {
+        let mut o: OwnedEvent<'a> = self.value()?;
+        if let Some((from, to)) = o.event.args {
             let base = pairs.len() as u32;
-            pairs.extend(e.pairs.drain(from as usize..to as usize));
-            e.event.args = Some((base, base + (to - from)));
+            pairs.extend(o.pairs.drain(from as usize..to as usize));
+            o.event.args = Some((base, base + (to - from)));
         }
-        Ok(Element::Read(e.event))
+        *e = o.event;
+        Ok(false)
     }
 
     /// The rest of the top-level object after the events array (from its `,` or `}`): the
@@ -979,6 +982,8 @@ struct Walker<'a, 's> {
     skip: Option<Skip>,
     /// The `args` pairs of the event being handed over.
     pairs: Vec<Pair<'a>>,
+    /// The event being handed over.
+    ev: RawEvent<'a>,
     /// Where the rest of the events array comes from a file being inflated, and from where
     /// ([`reading`]).
     feed: Option<(usize, &'s mut dyn reading::Feed<'a>)>,
@@ -992,6 +997,7 @@ impl<'a, 's> Walker<'a, 's> {
             chunks: None,
             skip,
             pairs: Vec::new(),
+            ev: RawEvent::default(),
             feed: None,
         }
     }
@@ -1105,10 +1111,14 @@ impl<'a, 's> Walker<'a, 's> {
                 }
             }
             self.pairs.clear();
-            match self.c.event(self.skip, &mut self.pairs)? {
-                Element::Skipped(e) => self.sink.event(&e, None),
-                Element::Read(e) => self.sink.event(&e, Args::of(&e, &self.pairs)),
-            }
+            let skipped = self.c.event(self.skip, &mut self.pairs, &mut self.ev)?;
+            let e = &self.ev;
+            let args = if skipped {
+                None
+            } else {
+                Args::of(e, &self.pairs)
+            };
+            self.sink.event(e, args);
             if !self.c.after_element(b']')? {
                 return Ok(false);
             }
@@ -1155,12 +1165,12 @@ impl<'a, 's> Walker<'a, 's> {
     fn segment(&mut self, text: &str) -> Result<(), ParseError> {
         let mut c = Cursor { text, pos: 0 };
         let mut pairs = Vec::new();
+        let mut e = RawEvent::default();
         while c.pos < text.len() {
             pairs.clear();
-            match c.event(self.skip, &mut pairs)? {
-                Element::Skipped(e) => self.sink.event(&e, None),
-                Element::Read(e) => self.sink.event(&e, Args::of(&e, &pairs)),
-            }
+            let skipped = c.event(self.skip, &mut pairs, &mut e)?;
+            let args = if skipped { None } else { Args::of(&e, &pairs) };
+            self.sink.event(&e, args);
             if !c.after_element(b']')? {
                 return Err(c.error(Category::Syntax, "the events array ended inside a segment"));
             }
@@ -1638,7 +1648,8 @@ mod tests {
     /// plainly.
     fn same_as_serde(text: &str, at: usize, skip: Option<Skip>) -> bool {
         let mut pairs = vec![(Cow::Borrowed("before"), Raw("1"))];
-        let plain = plain::event(text, at, skip, &mut pairs);
+        let mut e = RawEvent::default();
+        let plain = plain::event(text, at, skip, &mut pairs, &mut e).map(|end| (e, end));
         let mut c = Cursor { text, pos: at };
         let general = with_skip(skip, || c.value::<OwnedEvent<'_>>());
         match (plain, general) {
@@ -1674,7 +1685,7 @@ mod tests {
         let Some(k) = skim(text, at) else {
             return false;
         };
-        let Some(e) = skipped_event(&k, skip) else {
+        let Some(e) = skipped_of(&k, skip) else {
             return false;
         };
         let mut c = Cursor { text, pos: at };
@@ -1756,7 +1767,7 @@ mod tests {
             r#"{"ph": "X", "cat": "cpu_op", "pid": 01, "ts": 1, "dur": 2}"#,
         ] {
             let k = skim(e, 0).expect("well formed as far as a skim looks");
-            assert!(skipped_event(&k, skip).is_none(), "{e}");
+            assert!(skipped_of(&k, skip).is_none(), "{e}");
         }
         let mut read = 0;
         for cut in 0..ev.len() {

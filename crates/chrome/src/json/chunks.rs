@@ -15,7 +15,7 @@
 //! array ends within a chunk, the chunks after it are dropped. A chunk's error is only reported
 //! when the first thread reaches it, so results and errors are those of one thread.
 
-use super::{finish_array, with_skip, Args, Batch, Cursor, Element, Field, Numbering};
+use super::{finish_array, with_skip, Args, Batch, Cursor, Field, Numbering, RawEvent};
 use super::{ParseError, Sink, Skip, Walker, SKIP};
 use serde_json::error::Category;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -445,9 +445,10 @@ fn parse_chunk<'a>(
 ) -> End<'a> {
     let mut c = Cursor { text, pos: from };
     loop {
-        match c.event(skip, &mut batch.pairs) {
-            Ok(Element::Skipped(e) | Element::Read(e)) => {
-                batch.events.push(e);
+        let n = batch.events.len();
+        batch.events.push(RawEvent::default());
+        match c.event(skip, &mut batch.pairs, &mut batch.events[n]) {
+            Ok(_) => {
                 if let Some(n) = numbering.as_deref_mut() {
                     let Batch {
                         pairs,
@@ -458,7 +459,10 @@ fn parse_chunk<'a>(
                     n.read_ahead(&pairs[pre.len()..], pre, strings);
                 }
             }
-            Err(e) => return End::Failed(e),
+            Err(e) => {
+                batch.events.pop();
+                return End::Failed(e);
+            }
         }
         match c.after_element(b']') {
             Ok(true) => {}
