@@ -220,6 +220,22 @@ struct Importer {
     args_not_read: usize,
     /// The strings the parser's second thread numbered ([`Sink::strings`]), interned.
     read_ahead: Vec<StrId>,
+    /// Strings most events' stats use, interned once.
+    ids: Ids,
+}
+
+/// Strings most events' stats use, interned on first use (so that a profile's strings come in
+/// the order they always did) and then kept, not looked up again for each event.
+#[derive(Default)]
+struct Ids {
+    cat: Option<StrId>,
+    correlation_id: Option<StrId>,
+}
+
+impl Ids {
+    fn of(slot: &mut Option<StrId>, p: &mut Profile, s: &str) -> StrId {
+        *slot.get_or_insert_with(|| p.strings.intern(s))
+    }
 }
 
 impl Importer {
@@ -277,7 +293,7 @@ impl Importer {
         let lo = self.tracks[t].stats.len() as u32;
         let mut out = std::mem::take(&mut self.tracks[t].stats);
         if !cat.is_empty() {
-            let k = self.p.strings.intern("cat");
+            let k = Ids::of(&mut self.ids.cat, &mut self.p, "cat");
             let v = self.p.strings.intern(cat);
             encode_stat(&mut out, k, StatValue::Str(v));
         }
@@ -289,6 +305,7 @@ impl Importer {
                 cat == "kernel" || cat == "Kernel",
                 keep,
                 &self.read_ahead,
+                &mut self.ids,
             );
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
@@ -402,6 +419,7 @@ impl Sink for Importer {
                                     false,
                                     self.args_kept,
                                     &self.read_ahead,
+                                    &mut self.ids,
                                 );
                                 stats.1 = out.len() as u32;
                             }
@@ -1077,13 +1095,14 @@ fn encode_args(
     kernel: bool,
     keep: Option<&[&str]>,
     read_ahead: &[StrId],
+    ids: &mut Ids,
 ) -> usize {
     let map = args.pairs;
     if let Some(keep) = keep {
         let mut left_out = 0;
         for (k, v) in map {
             if keep.contains(&k.as_ref()) {
-                encode_arg(p, out, k, *v);
+                encode_arg(p, out, k, *v, ids);
             } else {
                 left_out += 1;
             }
@@ -1102,15 +1121,15 @@ fn encode_args(
                     PreValue::Str(i) => id(i).map(StatValue::Str),
                 };
                 match (id(a.key), value) {
-                    (Some(key), Some(value)) => encode_stat_arg(p, out, k, key, value),
+                    (Some(key), Some(value)) => encode_stat_arg(p, out, k, key, value, ids),
                     // Numbers the second thread never sent (cannot happen): read it here.
-                    _ => encode_arg(p, out, k, *v),
+                    _ => encode_arg(p, out, k, *v, ids),
                 }
             }
         }
         _ => {
             for (k, v) in map {
-                encode_arg(p, out, k, *v);
+                encode_arg(p, out, k, *v, ids);
             }
         }
     }
@@ -1148,18 +1167,25 @@ fn encode_args(
 }
 
 /// One arg as a stat (`correlation` adds `correlation_id`).
-fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>) {
+fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>, ids: &mut Ids) {
     let key = p.strings.intern(k);
     let sv = raw_stat(p, v);
-    encode_stat_arg(p, out, k, key, sv);
+    encode_stat_arg(p, out, k, key, sv, ids);
 }
 
 /// [`encode_arg`] of the arg `k` (interned as `key`) whose value is `sv`.
-fn encode_stat_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, key: StrId, sv: StatValue) {
+fn encode_stat_arg(
+    p: &mut Profile,
+    out: &mut Vec<u8>,
+    k: &str,
+    key: StrId,
+    sv: StatValue,
+    ids: &mut Ids,
+) {
     encode_stat(out, key, sv);
     if k == "correlation" {
         if let StatValue::I64(c) = sv {
-            let key = p.strings.intern("correlation_id");
+            let key = Ids::of(&mut ids.correlation_id, p, "correlation_id");
             encode_stat(out, key, StatValue::I64(c));
         }
     }
