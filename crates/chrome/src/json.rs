@@ -1131,6 +1131,11 @@ impl<'a, 's> Walker<'a, 's> {
         let Some((_, feed)) = self.feed.take() else {
             return Ok(false);
         };
+        // The head is read: its text may be unmapped from here on ([`reading`]), so nothing of
+        // it is kept.
+        self.c = Cursor { text: "", pos: 0 };
+        self.ev = RawEvent::default();
+        self.pairs.clear();
         loop {
             match feed.next()? {
                 reading::Fed::Segment(text) => self.segment(text)?,

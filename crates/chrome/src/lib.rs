@@ -64,13 +64,14 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, DecodeError> {
 }
 
 /// What a read for the GPU's activity leaves out (see [`Skip`]): host-side operator and Python
-/// slices, the launch→kernel flow arrows (the `correlation` args link launches to kernels), and
-/// of the slices read, every arg but `stream` and `correlation` (kernels' launch details).
+/// slices, the launch→kernel flow arrows (the `correlation` args link launches to kernels) and
+/// the forward→backward ones (between operator slices, which it leaves out), and of the slices
+/// read, every arg but `stream` and `correlation` (kernels' launch details).
 /// The runtime's launch calls, annotations (`ProfilerStep#N`), GPU events, counters and
 /// metadata are read in full.
 pub const GPU_ACTIVITY: Skip = Skip {
     complete_cats: &["cpu_op", "python_function"],
-    flow_cats: LAUNCH_FLOW_CATS,
+    flow_cats: &["ac2g", "async_cpu_to_gpu", "fwdbwd"],
     // What HTA's loaders read of a slice's args.
     args_kept: Some(&["stream", "correlation"]),
 };
@@ -191,6 +192,11 @@ struct Importer {
     tracks: Vec<Track>,
     keys: Vec<TrackKey>,
     by_key: HashMap<TrackKey, usize>,
+    /// The tracks of numbered pid and tid last looked up (a few threads and streams take
+    /// turns through a trace): found by comparing numbers, not by hashing keys.
+    recent: [Option<(i64, i64, Class, usize)>; 4],
+    /// The slot of `recent` filled next.
+    recent_next: usize,
     process_names: HashMap<Key, String>,
     thread_names: HashMap<(Key, Key), String>,
     thread_sort: HashMap<(Key, Key), i64>,
@@ -247,13 +253,30 @@ impl Importer {
     }
 
     fn track(&mut self, key: TrackKey) -> usize {
-        if let Some(&i) = self.by_key.get(&key) {
-            return i;
+        let nums = match (&key.pid, &key.tid) {
+            (Key::Num(p), Key::Num(t)) => Some((*p, *t, key.class)),
+            _ => None,
+        };
+        if let Some(n) = nums {
+            let hit = self.recent.iter().flatten().find(|r| (r.0, r.1, r.2) == n);
+            if let Some(r) = hit {
+                return r.3;
+            }
         }
-        self.tracks.push(Track::default());
-        self.keys.push(key.clone());
-        self.by_key.insert(key, self.tracks.len() - 1);
-        self.tracks.len() - 1
+        let i = match self.by_key.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.tracks.push(Track::default());
+                self.keys.push(key.clone());
+                self.by_key.insert(key, self.tracks.len() - 1);
+                self.tracks.len() - 1
+            }
+        };
+        if let Some((p, t, class)) = nums {
+            self.recent[self.recent_next] = Some((p, t, class, i));
+            self.recent_next = (self.recent_next + 1) % self.recent.len();
+        }
+        i
     }
 
     /// A time relative to the first one read (absolute picoseconds exceed `i64`); `None` when
@@ -941,23 +964,23 @@ impl BlockEnds {
 }
 
 /// The events of one track as lines: the first holds every slice that nests; a slice that
-/// overlaps without nesting goes to the next line where it nests.
+/// overlaps without nesting goes to the next line where it nests. The track's events are sorted
+/// by start, the longer first at the same start ([`Importer::bind_flows`] sorts them).
 fn build_lanes(
     t: Track,
     origin: i64,
     plane: &mut Plane,
     meta_of: &mut HashMap<StrId, u32>,
 ) -> Vec<xlens_model::Events> {
-    let mut order: Vec<u32> = (0..t.events.len() as u32).collect();
-    order.sort_by(|&a, &b| {
-        let (x, y) = (&t.events[a as usize], &t.events[b as usize]);
-        x.start.cmp(&y.start).then(y.dur.cmp(&x.dur))
-    });
+    debug_assert!(t
+        .events
+        .is_sorted_by(|x, y| x.start < y.start || (x.start == y.start && x.dur >= y.dur)));
+    let order = 0..t.events.len() as u32;
     let mut extra = t.extra;
     extra.sort_by_key(|x| x.0);
     // Per lane: its open slices' ends, and its events.
     let mut lanes: Vec<(Vec<i64>, Vec<u32>)> = Vec::new();
-    for &i in &order {
+    for i in order {
         let e = &t.events[i as usize];
         let end = e.start + e.dur;
         let mut placed = false;
@@ -981,7 +1004,16 @@ fn build_lanes(
     }
     let mut out = Vec::with_capacity(lanes.len());
     for (_, evs) in lanes {
-        let mut b = EventsBuilder::with_capacity(evs.len(), 0);
+        // Room for every stat at once: a buffer grown by doubling writes twice as many fresh
+        // pages.
+        let stat_bytes = evs
+            .iter()
+            .map(|&i| {
+                let e = &t.events[i as usize];
+                (e.stats.1 - e.stats.0) as usize
+            })
+            .sum();
+        let mut b = EventsBuilder::with_capacity(evs.len(), stat_bytes);
         for i in evs {
             let e = &t.events[i as usize];
             let meta = *meta_of.entry(e.name).or_insert_with(|| {

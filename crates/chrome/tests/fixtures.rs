@@ -270,6 +270,15 @@ fn a_gpu_activity_read_keeps_only_the_args_htas_loaders_read() {
         assert_eq!(gpu(&part, "stream"), gpu(&full, "stream"), "{name}");
         assert!(stat_values(&part, "External id").is_empty(), "{name}");
         assert!(!stat_values(&full, "External id").is_empty(), "{name}");
+        // No flow is bound: the forward→backward ones join operator slices, which it leaves
+        // out (the ROCm trace has four, bound at both ends in a full read).
+        for key in ["_p", "_c"] {
+            assert!(stat_values(&part, key).is_empty(), "{name}");
+        }
+        if name.contains("amd_trace") {
+            assert_eq!(stat_values(&full, "_p").len(), 4);
+            assert_eq!(stat_values(&full, "_c").len(), 4);
+        }
         let note = part.partial_read.clone().unwrap_or_default();
         assert!(
             note.contains(&format!(

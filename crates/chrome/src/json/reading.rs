@@ -6,7 +6,11 @@
 //! the first has taken) into chunks and parses them, and the first joins it once through its
 //! segment: the rest is parsed as a file read whole is, on both threads ([`super::chunks`],
 //! [`super::chunks::Lent`]). So the inflating overlaps with parsing, and the second core parses
-//! once it has inflated. The buffer is unmapped on a thread of its own.
+//! once it has inflated. The pages of segments the first thread has read are moved ahead, for
+//! the inflating thread to write on (a fresh page is cleared by the system, and on a machine
+//! that hands free memory back to its hypervisor, mapped by it first), so the text takes as
+//! little fresh memory as the distance between the threads needs. The buffer is unmapped on a
+//! thread of its own.
 //!
 //! Whatever goes wrong (a size stated too small, a cut that is not the start of an element, an
 //! event longer than the search for a cut, bad JSON or UTF-8 anywhere, a failed read), the read
@@ -19,7 +23,7 @@ use super::{ParseError, Sink, Skip, Walker, PARALLEL_MIN};
 use serde_json::error::Category;
 use std::io::{ErrorKind, Read};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// How a file is cut into segments.
@@ -40,6 +44,10 @@ pub(crate) struct Plan {
     pub two_threads: usize,
     /// The length of the rest's chunks (see [`super::chunks`]).
     pub chunk: usize,
+    /// Bytes of the buffer the inflating thread makes ready at a time, before it writes them:
+    /// pages of text the reading thread is done with, moved ahead, and fresh pages for the
+    /// rest of it.
+    pub populate: usize,
 }
 
 impl Plan {
@@ -53,6 +61,7 @@ impl Plan {
             // costs nothing to start.
             two_threads: 0,
             chunk: CHUNK,
+            populate: POPULATE,
         }
     }
 }
@@ -87,32 +96,44 @@ struct Progress {
     /// Where the segments the reading thread has taken end: the rest starts there once the
     /// text is whole.
     taken: usize,
+    /// The reading thread is done with the text below this (a page's start): the inflating
+    /// thread may move its pages ahead, to write on.
+    done: usize,
 }
 
 /// A buffer one thread inflates into while another reads what is already inflated.
 struct Growing<'b> {
     start: *mut u8,
     len: usize,
+    /// The size of a page, to move pages the reading thread is done with ahead (where pages
+    /// can be moved: 0 elsewhere).
+    page: usize,
+    /// Bytes made ready to write at a time ([`Plan::populate`]).
+    ready: usize,
     /// The mapping `start` points into, to ask for its pages ahead.
     map: &'b memmap2::MmapMut,
     progress: Mutex<Progress>,
     more: Condvar,
     /// The reading side gave up: the inflating thread stops.
     cancel: AtomicBool,
+    /// Bytes of pages the inflating thread moved ahead, once it is done.
+    moved: AtomicUsize,
     _buf: PhantomData<&'b mut [u8]>,
 }
 
-/// Bytes of the buffer the inflating thread asks the system for at a time, before it writes
-/// them: one call that maps many pages costs a third less than a fault per page.
+/// Bytes of the buffer the inflating thread makes ready at a time, before it writes them: one
+/// call that maps many pages costs a third less than a fault per page.
 const POPULATE: usize = 1 << 20;
 
 // SAFETY: the two threads touch disjoint parts of the buffer: the inflating thread writes only
 // past `filled` (through a slice it drops before it moves `filled` on), the reading thread reads
 // only below it, and `filled` moves under the mutex, which orders the writes before the reads.
+// The inflating thread moves away only pages below `done`, which the reading thread has said
+// (under the mutex) it no longer reads, and moves them to past `filled`.
 unsafe impl Sync for Growing<'_> {}
 
 impl<'b> Growing<'b> {
-    fn new(buf: &'b mut memmap2::MmapMut) -> Self {
+    fn new(buf: &'b mut memmap2::MmapMut, ready: usize) -> Self {
         let start = buf.as_mut_ptr();
         let len = buf.len();
         // Shared from here on: only the mapping's pages are asked for through it, never its
@@ -121,14 +142,18 @@ impl<'b> Growing<'b> {
         Growing {
             start,
             len,
+            page: page_size(),
+            ready: ready.max(1),
             map,
             progress: Mutex::new(Progress {
                 filled: 0,
                 end: None,
                 taken: 0,
+                done: 0,
             }),
             more: Condvar::new(),
             cancel: AtomicBool::new(false),
+            moved: AtomicUsize::new(0),
             _buf: PhantomData,
         }
     }
@@ -137,25 +162,30 @@ impl<'b> Growing<'b> {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Says how far the inflating got; returns where the segments taken end.
-    fn tell(&self, filled: usize, end: Option<bool>) -> usize {
+    /// Says how far the inflating got; returns where the segments taken end, and below where
+    /// the reading thread is done with the text.
+    fn tell(&self, filled: usize, end: Option<bool>) -> (usize, usize) {
         let mut p = self.lock();
         p.filled = filled;
         p.end = end;
-        let taken = p.taken;
+        let (taken, done) = (p.taken, p.done);
         drop(p);
         self.more.notify_one();
-        taken
+        (taken, done)
     }
 
     /// The reading thread takes the segment that ends at `to`, unless the inflating has ended
-    /// (then the rest starts where the segments taken before end).
-    fn take(&self, to: usize) -> bool {
+    /// (then the rest starts where the segments taken before end); it is done with the text
+    /// below `done` (the end of the segments it read).
+    fn take(&self, to: usize, done: usize) -> bool {
         let mut p = self.lock();
         if p.end.is_some() {
             return false;
         }
         p.taken = to;
+        if let Some(pages) = done.checked_div(self.page) {
+            p.done = p.done.max(pages * self.page);
+        }
         true
     }
 
@@ -167,6 +197,9 @@ impl<'b> Growing<'b> {
         let mut filled = 0;
         let mut told = 0;
         let mut populated = 0;
+        // The reading thread is done with the text below `done` (as last heard); the pages
+        // below `moved` are moved ahead.
+        let (mut done, mut moved) = (0, 0);
         let ended = loop {
             if self.cancel.load(Ordering::Relaxed) {
                 break false;
@@ -176,9 +209,15 @@ impl<'b> Growing<'b> {
                 // Full: the text must end here.
                 break matches!(r.read(&mut [0u8; 1]), Ok(0));
             }
-            if filled + step > populated {
-                let n = POPULATE.min(self.len - populated);
-                self.populate(populated, n);
+            // Ready past what this step may write (so `populated` never falls behind `filled`,
+            // and pages are only ever moved to where nothing is written yet).
+            while filled + step > populated {
+                let n = self.ready.min(self.len - populated);
+                let k = self.recycle(moved, done, populated, n);
+                moved += k;
+                if k < n {
+                    self.populate(populated + k, n - k);
+                }
                 populated += n;
             }
             // SAFETY: `filled + step <= len`, and the reading thread reads only below the
@@ -195,15 +234,56 @@ impl<'b> Growing<'b> {
                     break false;
                 };
                 told = to;
-                self.tell(told, None);
+                done = self.tell(told, None).1;
             }
         };
+        self.moved.store(moved, Ordering::Relaxed);
         let whole = ended && self.checked(told, filled) == Some(filled);
-        let taken = self.tell(if whole { filled } else { told }, Some(whole));
-        let b = self.bytes(filled);
+        let (taken, _) = self.tell(if whole { filled } else { told }, Some(whole));
+        let b = self.bytes(taken, filled);
         // SAFETY: the whole text was checked to be UTF-8 above; `taken` is the end of a segment
         // (the place of a `{`) or 0.
-        whole.then(|| unsafe { std::str::from_utf8_unchecked(&b[taken..]) })
+        whole.then(|| unsafe { std::str::from_utf8_unchecked(b) })
+    }
+
+    /// Moves the pages from `moved` up to `done` (at most `n` bytes of them) to `at`, past the
+    /// text written, to write on: pages already mapped, which fresh pages are not (the system
+    /// clears each, and this machine's hypervisor may have to map it first). Returns the bytes
+    /// moved (whole pages; 0 where they cannot be).
+    fn recycle(&self, moved: usize, done: usize, at: usize, n: usize) -> usize {
+        if self.page == 0 || done <= moved || !at.is_multiple_of(self.page) {
+            return 0;
+        }
+        let k = (done - moved).min(n) / self.page * self.page;
+        if k == 0 {
+            return 0;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: both ranges lie in the buffer, a page's start and `k` (pages) long; the
+            // reading thread no longer reads below `done` (it said so under the mutex), and
+            // neither thread reads or writes at `at` or past it before the inflating thread
+            // writes there after this. The old range stays mapped (`MREMAP_DONTUNMAP`), without
+            // pages: left unmapped, the system could place another mapping there (the
+            // allocator's), which the buffer's unmapping would then take away. Nothing reads it
+            // again (the rest, the segments to come and the text checked all start at or past
+            // `done`).
+            let to = unsafe {
+                libc::mremap(
+                    self.start.add(moved).cast(),
+                    k,
+                    k,
+                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
+                    self.start.add(at).cast::<libc::c_void>(),
+                )
+            };
+            if to == libc::MAP_FAILED {
+                return 0;
+            }
+            k
+        }
+        #[cfg(not(target_os = "linux"))]
+        0
     }
 
     /// How far the bytes from `from` (a character's start) to `to` (at most the bytes written)
@@ -239,12 +319,14 @@ impl<'b> Growing<'b> {
         *p
     }
 
-    /// The first `n` bytes inflated (`n` at most a `filled` the reading thread was told, or
-    /// all when the inflating has ended).
-    fn bytes(&self, n: usize) -> &'b [u8] {
+    /// The bytes inflated from `from` (not below where the reading thread said it is done) to
+    /// `to` (at most a `filled` the reading thread was told, or all when the inflating has
+    /// ended).
+    fn bytes(&self, from: usize, to: usize) -> &'b [u8] {
         // SAFETY: below `filled` the inflating thread no longer writes (see `Sync` above), nor
-        // anywhere once it has ended; the buffer is borrowed for `'b`.
-        unsafe { std::slice::from_raw_parts(self.start, n) }
+        // anywhere once it has ended, and it moves away no page at or past `done`; the buffer is
+        // borrowed for `'b`.
+        unsafe { std::slice::from_raw_parts(self.start.add(from), to - from) }
     }
 }
 
@@ -277,10 +359,10 @@ struct Behind<'g, 'b> {
 impl<'b> Behind<'_, 'b> {
     /// The text from `sent` to `to`, a `filled` this thread was told.
     fn text(&self, to: usize) -> &'b str {
-        let b = self.g.bytes(to);
+        let b = self.g.bytes(self.sent, to);
         // SAFETY: the inflating thread checked the text it said was filled to be UTF-8 (to a
         // character's end); `sent` is the place of a `{`.
-        unsafe { std::str::from_utf8_unchecked(&b[self.sent..]) }
+        unsafe { std::str::from_utf8_unchecked(b) }
     }
 
     /// The head of the file, when inflated soon enough and cut before an event.
@@ -296,9 +378,10 @@ impl<'b> Behind<'_, 'b> {
     }
 
     /// `text[..at]` as the next segment, unless the inflating ended meanwhile (the inflating
-    /// thread then cut the rest into chunks from `sent`).
+    /// thread then cut the rest into chunks from `sent`). The segments before it are read: their
+    /// text is not to be read again (its pages may be moved ahead).
     fn segment(&mut self, text: &'b str, at: usize) -> Option<&'b str> {
-        if !self.g.take(self.sent + at) {
+        if !self.g.take(self.sent + at, self.sent) {
             return None;
         }
         self.sent += at;
@@ -372,16 +455,29 @@ fn parse_planned<R: Read + Send>(
     skip: Option<Skip>,
     plan: Plan,
 ) -> Option<usize> {
+    parse_counted(r, size, sink, skip, plan).0
+}
+
+/// [`parse_planned`], and the bytes of pages moved ahead ([`Growing::recycle`]).
+fn parse_counted<R: Read + Send>(
+    r: R,
+    size: usize,
+    sink: &mut dyn Sink,
+    skip: Option<Skip>,
+    plan: Plan,
+) -> (Option<usize>, usize) {
     if size < plan.min || plan.segment.saturating_add(plan.window) >= size {
-        return None;
+        return (None, 0);
     }
     // Mapped apart from the allocator, which asks for huge pages for large blocks: where the
     // machine has handed its free memory back to a hypervisor (free page reporting), a huge page
     // is slow to get back (35 MB took 150 ms after another process freed 1 GB, against 10-12 ms
     // in small pages mapped a megabyte at a time), and the inflating thread would wait for it
     // (PERFORMANCE.md).
-    let mut buf = memmap2::MmapMut::map_anon(size).ok()?;
-    let g = Growing::new(&mut buf);
+    let Ok(mut buf) = memmap2::MmapMut::map_anon(size) else {
+        return (None, 0);
+    };
+    let g = Growing::new(&mut buf, plan.populate);
     let lent = Lent::new();
     let sent = std::thread::scope(|s| {
         let inflating = std::thread::Builder::new()
@@ -419,9 +515,10 @@ fn parse_planned<R: Read + Send>(
         let _ = inflating.join();
         matches!(parsed, Ok(true)).then_some(feed.sent)
     });
+    let moved = g.moved.load(Ordering::Relaxed);
     drop(lent);
     unmap_later(buf);
-    sent
+    (sent, moved)
 }
 
 /// Drops `buf` on a thread of its own: the kernel takes a while to unmap megabytes (0.8 ms for
@@ -431,6 +528,18 @@ fn unmap_later(buf: memmap2::MmapMut) {
     let _ = std::thread::Builder::new()
         .name("xlens-unmap".into())
         .spawn(move || drop(buf));
+}
+
+/// The size of a page, where pages can be moved ([`Growing::recycle`]); 0 elsewhere.
+fn page_size() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(n).unwrap_or(0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
 }
 
 /// Why the read was given up (the file is then read whole, which says what is wrong).
@@ -475,6 +584,7 @@ mod tests {
             window,
             two_threads: 0,
             chunk: 2 << 10,
+            populate: 16 << 10,
         }
     }
 
@@ -574,6 +684,93 @@ mod tests {
         }
     }
 
+    /// A reader that gives its bytes 16 KB at a time and, before it gives the text past each
+    /// [`STEP`] after the first two, waits until the sink has had every event that starts a
+    /// step and 32 KB before that point (what the reading thread can have parsed by then: it
+    /// hears how far the inflating got every step, and cuts segments of 20 KB plus a window of
+    /// 8 KB). So the reading thread is done with pages well before the inflating thread needs
+    /// more, however fast either runs. It waits at most 10 s a step.
+    struct InStep<'a> {
+        bytes: &'a [u8],
+        read: usize,
+        /// Where each event starts (its `"ph"`), in order.
+        starts: Vec<usize>,
+        seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Read for InStep<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.bytes.len()).min(16 << 10);
+            let step = (self.read + n) / STEP;
+            if step >= 2 && self.read / STEP < step {
+                let parsed_to = (step - 1) * STEP - (32 << 10);
+                let want = self.starts.partition_point(|&s| s < parsed_to);
+                let t0 = std::time::Instant::now();
+                while self.seen.load(Ordering::SeqCst) < want
+                    && t0.elapsed() < std::time::Duration::from_secs(10)
+                {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            }
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    /// A [`Record`] that calls `after` with the number of things it has recorded after each
+    /// event (to count them for [`InStep`], or to let a [`Held`] reader go on).
+    struct Hooked<F: FnMut(usize)> {
+        rec: Record,
+        after: F,
+    }
+
+    impl<F: FnMut(usize)> Sink for Hooked<F> {
+        fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
+            self.rec.event(e, args);
+            (self.after)(self.rec.0.len());
+        }
+        fn strings(&mut self, new: &[Cow<'_, str>]) {
+            self.rec.strings(new);
+        }
+        fn field(&mut self, key: &str, value: &RawValue) {
+            self.rec.field(key, value);
+        }
+    }
+
+    #[test]
+    fn pages_of_text_already_read_are_written_again_and_the_events_are_those_of_a_whole_read() {
+        let text = rank0();
+        let b = text.as_bytes();
+        let starts: Vec<usize> = text.match_indices("\"ph\"").map(|(i, _)| i).collect();
+        for skip in [None, Some(crate::GPU_ACTIVITY)] {
+            let want = whole_read(&text, skip).expect("the fixture parses");
+            let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let r = InStep {
+                bytes: b,
+                read: 0,
+                starts: starts.clone(),
+                seen: seen.clone(),
+            };
+            let mut sink = Hooked {
+                rec: Record::default(),
+                after: |_| {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                },
+            };
+            let (n, moved) = parse_counted(r, b.len(), &mut sink, skip, plan(20 << 10, 8 << 10));
+            assert_eq!(n, Some(b.len()));
+            assert_eq!(sink.rec.0, want);
+            if cfg!(target_os = "linux") {
+                // The text (1.76 MB, seven steps) is written on pages moved ahead from the third
+                // step on, but for what the reading thread has not reached when the inflating
+                // thread makes it ready (946,176 bytes are moved, here and on one busy core).
+                assert!(moved > b.len() / 4, "{moved} of {}", b.len());
+            }
+        }
+    }
+
     #[test]
     fn where_a_cut_is_not_an_element_or_the_text_is_bad_nothing_is_parsed() {
         let want = whole_read(TRICKY, None);
@@ -654,33 +851,6 @@ mod tests {
         }
     }
 
-    /// A sink that, at its `at`th event, lets the reader go on and waits a while (so that the
-    /// text is inflated and its rest cut and parsed beside the segment being read).
-    struct Gate {
-        rec: Record,
-        at: usize,
-        go: Option<std::sync::mpsc::Sender<()>>,
-    }
-
-    impl Sink for Gate {
-        fn event(&mut self, e: &RawEvent<'_>, args: Option<Args<'_, '_>>) {
-            self.rec.event(e, args);
-            if self.rec.0.len() == self.at {
-                if let Some(go) = self.go.take() {
-                    let _ = go.send(());
-                    drop(go);
-                    std::thread::sleep(std::time::Duration::from_millis(30));
-                }
-            }
-        }
-        fn strings(&mut self, new: &[Cow<'_, str>]) {
-            self.rec.strings(new);
-        }
-        fn field(&mut self, key: &str, value: &RawValue) {
-            self.rec.field(key, value);
-        }
-    }
-
     #[test]
     fn a_segment_that_fails_while_the_rest_is_parsed_beside_it_parses_nothing() {
         let text = rank0();
@@ -701,18 +871,29 @@ mod tests {
                 hold: names[k] + STEP + (60 << 10),
                 go: rx,
             };
-            let mut gate = Gate {
+            // At the `k`th thing recorded (the first are the trace's head fields), the reader
+            // goes on and the sink waits a while, so that the text is inflated and its rest cut
+            // and parsed beside the segment being read.
+            let mut go = Some(tx);
+            let mut gate = Hooked {
                 rec: Record::default(),
-                // The first events are the trace's head fields.
-                at: k,
-                go: Some(tx),
+                after: |n| {
+                    if n == k {
+                        if let Some(go) = go.take() {
+                            let _ = go.send(());
+                            drop(go);
+                            std::thread::sleep(std::time::Duration::from_millis(30));
+                        }
+                    }
+                },
             };
             assert_eq!(
                 parse_planned(held, changed.len(), &mut gate, None, plan),
                 None,
                 "bad after event {k}"
             );
-            assert!(gate.go.is_none(), "the gate was reached");
+            drop(gate);
+            assert!(go.is_none(), "the gate was reached");
         }
     }
 
