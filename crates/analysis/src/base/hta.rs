@@ -164,51 +164,61 @@ pub type CatEvent = (i64, i64, StrId, StrId, i64, i64);
 /// loaders keep from a Kineto trace (`TraceAnalysis` and `TraceDiff` alike).
 pub fn categorized_events(p: &Profile) -> Vec<CatEvent> {
     let mut raw: Vec<CatEvent> = Vec::new();
+    categorized_into(p, &mut raw, |e| e);
+    raw
+}
+
+/// Appends `each` of every event [`categorized_events`] returns to `out`, in its order, room
+/// made first for as many as there can be (the events of the lines that may have a `cat`): the
+/// list is written once, where one grown by doubling writes twice as many fresh pages (each a
+/// page fault, on a first answer).
+fn categorized_into<T>(p: &Profile, out: &mut Vec<T>, mut each: impl FnMut(CatEvent) -> T) {
     let Some(cat_key) = p.key("cat") else {
-        return raw;
+        return;
     };
     let (stream_key, corr_key) = (p.key("stream"), p.key("correlation"));
     let trace_cat = p.strings.find("Trace");
-    for plane in &p.planes {
-        for line in &plane.lines {
-            let ev = &line.events;
-            if !ev.may_have_stat(cat_key) {
+    let lines = || {
+        p.planes
+            .iter()
+            .flat_map(|plane| plane.lines.iter().map(move |line| (plane, line)))
+            .filter(|(_, line)| line.events.may_have_stat(cat_key))
+    };
+    out.reserve_exact(lines().map(|(_, line)| line.events.len()).sum());
+    for (plane, line) in lines() {
+        let ev = &line.events;
+        for i in 0..ev.len() {
+            let (mut cat, mut stream, mut corr) = (None, -1, -1);
+            ev.stats(i).select(
+                |k| {
+                    if k == cat_key {
+                        Some(0u8)
+                    } else if Some(k) == stream_key {
+                        Some(1)
+                    } else if Some(k) == corr_key {
+                        Some(2)
+                    } else {
+                        None
+                    }
+                },
+                |slot, v| match (slot, v) {
+                    (0, StatValue::Str(s)) => cat = Some(s),
+                    (1, StatValue::I64(n)) => stream = n,
+                    (2, StatValue::I64(n)) => corr = n,
+                    _ => {}
+                },
+            );
+            let Some(cat) = cat else { continue };
+            if Some(cat) == trace_cat {
                 continue;
             }
-            for i in 0..ev.len() {
-                let (mut cat, mut stream, mut corr) = (None, -1, -1);
-                ev.stats(i).select(
-                    |k| {
-                        if k == cat_key {
-                            Some(0u8)
-                        } else if Some(k) == stream_key {
-                            Some(1)
-                        } else if Some(k) == corr_key {
-                            Some(2)
-                        } else {
-                            None
-                        }
-                    },
-                    |slot, v| match (slot, v) {
-                        (0, StatValue::Str(s)) => cat = Some(s),
-                        (1, StatValue::I64(n)) => stream = n,
-                        (2, StatValue::I64(n)) => corr = n,
-                        _ => {}
-                    },
-                );
-                let Some(cat) = cat else { continue };
-                if Some(cat) == trace_cat {
-                    continue;
-                }
-                let name = plane
-                    .metadata_of(line, i)
-                    .map(|m| m.name)
-                    .unwrap_or_default();
-                raw.push((ev.start(i), ev.dur(i), name, cat, stream, corr));
-            }
+            let name = plane
+                .metadata_of(line, i)
+                .map(|m| m.name)
+                .unwrap_or_default();
+            out.push(each((ev.start(i), ev.dur(i), name, cat, stream, corr)));
         }
     }
-    raw
 }
 
 /// Loads a host's events by HTA's rules (see the module docs). Empty for profiles without `cat`
@@ -218,59 +228,87 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
         rank: rank(p).unwrap_or(0),
         ..HtaTrace::default()
     };
-    let raw = categorized_events(p);
-    let origin = p.origin_ps;
-    // A time is whole when rounding it changes nothing.
-    out.rounded = raw.iter().any(|e| to_micros(origin, e.0, 0, false) != e.0);
-    out.events = raw
-        .into_iter()
-        .map(|(start, dur, name, cat, stream, correlation)| {
-            let (start_ps, end_ps) = if out.rounded {
-                (
-                    to_micros(origin, start, 0, true),
-                    to_micros(origin, start, dur, false),
-                )
-            } else {
-                (start, start + dur)
-            };
+    let micros = Micros::of(p.origin_ps);
+    // Read once into the list kept (times as read, the end as the start plus the duration),
+    // then rounded in place where any time is not whole (rounding changes it).
+    let (mut events, mut rounded) = (Vec::new(), false);
+    categorized_into(
+        p,
+        &mut events,
+        |(start, dur, name, cat, stream, correlation)| {
+            rounded |= micros.round(start, 0, false) != start;
             HtaEvent {
-                start_ps,
-                end_ps,
+                start_ps: start,
+                end_ps: start.saturating_add(dur),
                 name,
                 cat,
                 stream,
                 correlation,
             }
-        })
-        .collect();
+        },
+    );
+    if rounded {
+        for e in &mut events {
+            let (start, dur) = (e.start_ps, e.end_ps.saturating_sub(e.start_ps));
+            e.start_ps = micros.round(start, 0, true);
+            e.end_ps = micros.round(start, dur, false);
+        }
+    }
+    out.rounded = rounded;
+    out.events = events;
     out.names = NameKinds::of(p, &out.events);
     drop_last_step(&mut out);
     out
 }
 
-/// `t + d` picoseconds after `origin` (ps since the epoch), rounded up or down to a whole
-/// microsecond since the epoch, as picoseconds after `origin` (saturated to i64).
+/// Times on a profile's axis rounded to whole microseconds since the epoch.
 ///
-/// With `origin` some whole microseconds and `r` picoseconds past one, that is `r + t + d`
-/// rounded to a multiple of 10^6, less `r`: i64 arithmetic, where an i128 division per event
-/// was a tenth of the NCCL trace's breakdown.
-fn to_micros(origin: i128, t: i64, d: i64, up: bool) -> i64 {
+/// With `origin` some whole microseconds and `r` picoseconds past one, a time `x` after it is
+/// `r + x` rounded to a multiple of 10^6, less `r`: i64 arithmetic, where an i128 division per
+/// event was a tenth of the NCCL trace's breakdown (and `r`, an i128 remainder, is found once).
+#[derive(Clone, Copy)]
+struct Micros {
+    origin: i128,
+    r: i64,
+}
+
+impl Micros {
     const M: i64 = 1_000_000;
-    let r = origin.rem_euclid(i128::from(M)) as i64;
-    let fast = t
-        .checked_add(d)
-        .and_then(|t| t.checked_add(r))
-        .and_then(|x| {
-            let whole = x.div_euclid(M) + i64::from(up && x.rem_euclid(M) != 0);
-            whole.checked_mul(M)?.checked_sub(r)
-        });
-    fast.unwrap_or_else(|| {
-        // Near the ends of i64 (not a real trace): the same in i128.
-        let (a, m) = (origin + i128::from(t) + i128::from(d), i128::from(M));
-        let whole = a.div_euclid(m) + i128::from(up && a.rem_euclid(m) != 0);
-        let v = whole * m - origin;
-        i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
-    })
+
+    fn of(origin: i128) -> Micros {
+        Micros {
+            origin,
+            r: origin.rem_euclid(i128::from(Self::M)) as i64,
+        }
+    }
+
+    /// `t + d` picoseconds after the origin (ps since the epoch), rounded up or down to a whole
+    /// microsecond since the epoch, as picoseconds after the origin (saturated to i64).
+    #[inline]
+    fn round(self, t: i64, d: i64, up: bool) -> i64 {
+        const M: i64 = Micros::M;
+        let r = self.r;
+        let fast = t
+            .checked_add(d)
+            .and_then(|t| t.checked_add(r))
+            .and_then(|x| {
+                let whole = x.div_euclid(M) + i64::from(up && x.rem_euclid(M) != 0);
+                whole.checked_mul(M)?.checked_sub(r)
+            });
+        fast.unwrap_or_else(|| {
+            // Near the ends of i64 (not a real trace): the same in i128.
+            let origin = self.origin;
+            let (a, m) = (origin + i128::from(t) + i128::from(d), i128::from(M));
+            let whole = a.div_euclid(m) + i128::from(up && a.rem_euclid(m) != 0);
+            let v = whole * m - origin;
+            i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+        })
+    }
+}
+
+#[cfg(test)]
+fn to_micros(origin: i128, t: i64, d: i64, up: bool) -> i64 {
+    Micros::of(origin).round(t, d, up)
 }
 
 /// The rank a trace states (`rank` stat of `/host:CPU`, from `distributedInfo`).
@@ -310,17 +348,17 @@ fn drop_last_step(t: &mut HtaTrace) {
         return;
     };
     t.last_step_dropped = true;
-    let cpu: Vec<HtaEvent> = t
-        .events
-        .iter()
-        .filter(|e| !is_gpu(e) && e.start_ps < last_start)
-        .copied()
-        .collect();
+    let is_cpu_kept = |e: &HtaEvent| !is_gpu(e) && e.start_ps < last_start;
     // GPU kernels join the kept CPU events on correlation (an inner join: a kernel appears once
     // per CPU event with its correlation).
-    let mut corr: Vec<i64> = cpu.iter().map(|e| e.correlation).collect();
+    let mut corr: Vec<i64> = t
+        .events
+        .iter()
+        .filter(|e| is_cpu_kept(e))
+        .map(|e| e.correlation)
+        .collect();
     corr.sort_unstable();
-    let mut kept = Vec::with_capacity(t.events.len());
+    let mut gpu = Vec::with_capacity(t.events.iter().filter(|e| is_gpu(e)).count());
     for e in t.events.iter().filter(|e| is_gpu(e)) {
         let from = corr.partition_point(|&c| c < e.correlation);
         let n = corr[from..]
@@ -328,11 +366,13 @@ fn drop_last_step(t: &mut HtaTrace) {
             .take_while(|&&c| c == e.correlation)
             .count();
         for _ in 0..n {
-            kept.push(*e);
+            gpu.push(*e);
         }
     }
-    kept.extend(cpu);
-    t.events = kept;
+    // The kept GPU kernels, then the kept CPU events, in their order: the CPU events kept in
+    // place, the kernels put before them (no second list of every event).
+    t.events.retain(is_cpu_kept);
+    t.events.splice(0..0, gpu);
 }
 
 /// The union of intervals as sorted disjoint `(start, end)` pairs; touching intervals merge (as
