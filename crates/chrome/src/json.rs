@@ -567,19 +567,46 @@ static STREAM: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 /// Scans the object at `text[at]` (a `{`) for its end and its `ph`, `cat`, `ts` and `dur`,
 /// checking its members' form (a string key, a colon, a value; commas between), strings and the
 /// nesting of brackets, but not every JSON rule inside values; `None` when it is not well formed
-/// that far (the caller then reads it with serde_json, which says what is wrong).
+/// that far (the caller then reads it with serde_json, which says what is wrong). Events are
+/// skimmed from past their first members ([`worth_skimming`], then [`skim_members`]); this reads
+/// one whole.
+#[cfg(test)]
 fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
     let b = text.as_bytes();
     if b.get(at) != Some(&b'{') {
         return None;
     }
     let mut out = Skimmed::default();
-    let mut i = skim_ws(b, at + 1);
+    let i = skim_ws(b, at + 1);
     if b.get(i) == Some(&b'}') {
         out.end = i + 1;
         return Some(out);
     }
+    skim_members(text, i, out, false)
+}
+
+/// [`skim`] from inside the object: at the key of a member (`after_value` false) or just past
+/// a member's value (true), with what was found before `i` already in `out`.
+fn skim_members<'a>(
+    text: &'a str,
+    mut i: usize,
+    mut out: Skimmed<'a>,
+    mut after_value: bool,
+) -> Option<Skimmed<'a>> {
+    let b = text.as_bytes();
     loop {
+        if after_value {
+            i = skim_ws(b, i);
+            match *b.get(i)? {
+                b',' => i = skim_ws(b, i + 1),
+                b'}' => {
+                    out.end = i + 1;
+                    return Some(out);
+                }
+                _ => return None,
+            }
+        }
+        after_value = true;
         let (k0, k1, escaped) = skim_string(b, i)?;
         let key = &text[k0..k1];
         out.read_in_full |= escaped || key == "stream";
@@ -588,11 +615,11 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
             return None;
         }
         i = skim_ws(b, i + 1);
-        let slot = match key {
-            "ph" => Some(&mut out.ph),
-            "cat" => Some(&mut out.cat),
-            "ts" => Some(&mut out.ts),
-            "dur" => Some(&mut out.dur),
+        let slot = match key.as_bytes() {
+            b"ph" => Some(&mut out.ph),
+            b"cat" => Some(&mut out.cat),
+            b"ts" => Some(&mut out.ts),
+            b"dur" => Some(&mut out.dur),
             _ => None,
         };
         match *b.get(i)? {
@@ -625,22 +652,28 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
             }
             _ => {
                 let start = i;
-                // Most are integers (times, ids): their digits eight at a time, then the rest.
-                i = stops::digits_end(b, i);
-                let digits = i;
-                while b
-                    .get(i)
-                    .is_some_and(|&c| !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'))
-                {
-                    i += 1;
+                // Most are numbers (times, ids), read once by their grammar; what follows one
+                // must end the value.
+                match plain::number_end(b, i) {
+                    Some(end)
+                        if matches!(
+                            b.get(end),
+                            Some(b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
+                        ) =>
+                    {
+                        i = end
+                    }
+                    _ => {
+                        while b.get(i).is_some_and(|&c| {
+                            !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
+                        }) {
+                            i += 1;
+                        }
+                        // Not a number, `true`, `false` or `null`: left to a full read, which
+                        // names it.
+                        out.read_in_full |= !matches!(&b[start..i], b"true" | b"false" | b"null");
+                    }
                 }
-                // Not a number, `true`, `false` or `null`: left to a full read, which names it.
-                // Digits alone, not a zero before others, are a number without looking again.
-                let v = &b[start..i];
-                let plain_int = digits == i && i > start && (b[start] != b'0' || i - start == 1);
-                out.read_in_full |= !(plain_int
-                    || plain::is_number(v)
-                    || matches!(v, b"true" | b"false" | b"null"));
                 if let Some(slot) = slot {
                     let again = slot.replace(&text[start..i]).is_some();
                     // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
@@ -648,25 +681,21 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
                 }
             }
         }
-        i = skim_ws(b, i);
-        match *b.get(i)? {
-            b',' => i = skim_ws(b, i + 1),
-            b'}' => {
-                out.end = i + 1;
-                return Some(out);
-            }
-            _ => return None,
-        }
     }
 }
 
 /// Past JSON white space from `i`.
 #[inline]
 fn skim_ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
-        i += 1;
+    // Most runs are none or one space (`": "`, `", "`); line breaks and indents are longer.
+    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        return i;
     }
-    i
+    i += 1;
+    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        return i;
+    }
+    stops::ws_end(b, i)
 }
 
 /// The string at `b[i]` (a `"`) as a skim sees it: its first byte, its closing quote, and
@@ -699,56 +728,61 @@ fn skim_string(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
 /// (`{"ph": "X", "cat": "cpu_op", ...`; a flow's `cat` comes later, so every flow qualifies): a
 /// quick look, so that the events read in full are not skimmed first. Events written otherwise
 /// are read in full and left out afterwards (the same result, more slowly).
-fn worth_skimming(b: &[u8], at: usize, skip: &Skip) -> bool {
-    struct Look<'b> {
-        b: &'b [u8],
+fn worth_skimming<'a>(text: &'a str, at: usize, skip: &Skip) -> Option<(usize, Skimmed<'a>)> {
+    struct Look<'a> {
+        t: &'a str,
         i: usize,
     }
-    impl<'b> Look<'b> {
+    impl<'a> Look<'a> {
         fn ws(&mut self) {
-            while self
-                .b
-                .get(self.i)
-                .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-            {
-                self.i += 1;
-            }
+            self.i = skim_ws(self.t.as_bytes(), self.i);
         }
         fn lit(&mut self, s: &[u8]) -> bool {
             self.ws();
-            let ok = self.b.get(self.i..self.i + s.len()) == Some(s);
+            let ok = self.t.as_bytes().get(self.i..self.i + s.len()) == Some(s);
             self.i += s.len();
             ok
         }
-        /// A short string without escapes.
-        fn string(&mut self) -> Option<&'b [u8]> {
+        /// A short string without escapes (its text is its value).
+        fn string(&mut self) -> Option<&'a str> {
             self.ws();
-            if self.b.get(self.i) != Some(&b'"') {
+            let b = self.t.as_bytes();
+            if b.get(self.i) != Some(&b'"') {
                 return None;
             }
             let from = self.i + 1;
-            let end = stops::string_stop(self.b, from)?;
-            if self.b[end] != b'"' {
+            let end = stops::string_stop(b, from)?;
+            if b[end] != b'"' {
                 return None;
             }
             self.i = end + 1;
-            Some(&self.b[from..end])
+            // Both ends are quotes: boundaries of characters.
+            self.t.get(from..end)
         }
     }
-    let mut l = Look { b, i: at };
+    let mut l = Look { t: text, i: at };
     if !(l.lit(b"{") && l.lit(b"\"ph\"") && l.lit(b":")) {
-        return false;
+        return None;
     }
-    match l.string() {
-        Some(b"s" | b"t" | b"f") => !skip.flow_cats.is_empty(),
-        Some(b"X") => {
-            l.lit(b",")
-                && l.lit(b"\"cat\"")
-                && l.lit(b":")
-                && l.string()
-                    .is_some_and(|c| skip.complete_cats.iter().any(|k| k.as_bytes() == c))
+    let ph = l.string()?;
+    let mut out = Skimmed {
+        ph: Some(ph),
+        ..Skimmed::default()
+    };
+    match ph {
+        "s" | "t" | "f" if !skip.flow_cats.is_empty() => Some((l.i, out)),
+        "X" => {
+            if !(l.lit(b",") && l.lit(b"\"cat\"") && l.lit(b":")) {
+                return None;
+            }
+            let cat = l.string()?;
+            if !skip.complete_cats.contains(&cat) {
+                return None;
+            }
+            out.cat = Some(cat);
+            Some((l.i, out))
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -769,7 +803,8 @@ fn skipped_of<'a>(k: &Skimmed<'a>, skip: Skip) -> Option<RawEvent<'a>> {
     // Times that are not JSON values, and events without a time, are read in full (which says
     // what is wrong, or counts them).
     let raw = |t: &'a str| {
-        if plain::is_number(t.as_bytes()) {
+        // A scalar the skim found to be JSON (else it is read in full); a string is checked here.
+        if !t.starts_with('"') {
             return Some(Raw(t));
         }
         serde_json::from_str::<&'a RawValue>(t).ok().map(Raw::from)
@@ -837,11 +872,14 @@ impl<'a> Cursor<'a> {
         pairs: &mut Vec<Pair<'a>>,
         e: &mut RawEvent<'a>,
     ) -> Result<bool, ParseError> {
-        if let Some(skip) = skip.filter(|s| worth_skimming(self.text.as_bytes(), self.pos, s)) {
-            if let Some(k) = skim(self.text, self.pos) {
-                if skipped_event(&k, skip, e) {
-                    self.pos = k.end;
-                    return Ok(true);
+        if let Some(skip) = skip {
+            // The members after those `worth_skimming` read.
+            if let Some((i, k)) = worth_skimming(self.text, self.pos, &skip) {
+                if let Some(k) = skim_members(self.text, i, k, true) {
+                    if skipped_event(&k, skip, e) {
+                        self.pos = k.end;
+                        return Ok(true);
+                    }
                 }
             }
         }
@@ -1339,41 +1377,24 @@ pub(crate) fn micros_to_ps(raw: Raw<'_>) -> Option<i128> {
 /// [`micros_to_ps`] of the common form, in one pass: digits (at most 18), then optionally `.`
 /// and digits; `None` for anything else (which [`any_micros_to_ps`] reads).
 fn plain_micros_to_ps(b: &[u8]) -> Option<i128> {
-    let mut i = 0;
-    let mut int: u64 = 0;
-    while let Some(&c) = b.get(i) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        if i == 18 {
-            return None;
-        }
-        int = int * 10 + u64::from(c - b'0');
-        i += 1;
-    }
-    if i == 0 {
+    let i = stops::digits_end(b, 0);
+    if i == 0 || i > 18 {
         return None;
     }
-    let (mut frac, mut digits, mut round_up) = (0u64, 0, false);
+    let int = stops::digits_value(&b[..i]);
+    let (mut frac, mut round_up) = (0u64, false);
     if i < b.len() {
         if b[i] != b'.' {
             return None;
         }
-        for &c in &b[i + 1..] {
-            if !c.is_ascii_digit() {
-                return None;
-            }
-            match digits {
-                0..=5 => frac = frac * 10 + u64::from(c - b'0'),
-                // Below a picosecond: round half up.
-                6 => round_up = c >= b'5',
-                _ => {}
-            }
-            digits += 1;
+        let d = &b[i + 1..];
+        if stops::digits_end(d, 0) != d.len() {
+            return None;
         }
-    }
-    for _ in digits.min(6)..6 {
-        frac *= 10;
+        // Six digits to the picosecond; the seventh rounds half up; the rest do not count.
+        let kept = &d[..d.len().min(6)];
+        frac = stops::digits_value(kept) * 10u64.pow(6 - kept.len() as u32);
+        round_up = d.get(6).is_some_and(|&c| c >= b'5');
     }
     Some(i128::from(int) * 1_000_000 + i128::from(frac) + i128::from(round_up))
 }
@@ -1687,6 +1708,19 @@ mod tests {
     /// category and times. (Inside values the skim checks only strings and brackets, as it
     /// always has: what serde_json rejects there it may pass.)
     fn skim_as_serde(text: &str, at: usize, skip: Skip) -> bool {
+        // The import's way (the first members by `worth_skimming`, the rest by `skim_members`)
+        // finds what a skim from the start does.
+        fn sum<'a>(k: &Skimmed<'a>) -> (usize, [Option<&'a str>; 4], bool) {
+            (k.end, [k.ph, k.cat, k.ts, k.dur], k.read_in_full)
+        }
+        if let Some((i, first)) = worth_skimming(text, at, &skip) {
+            assert_eq!(
+                skim_members(text, i, first, true).as_ref().map(sum),
+                skim(text, at).as_ref().map(sum),
+                "{}",
+                &text[at..]
+            );
+        }
         let Some(k) = skim(text, at) else {
             return false;
         };

@@ -266,14 +266,9 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// Whether `b` is one JSON number, nothing before or after it.
-pub(super) fn is_number(b: &[u8]) -> bool {
-    number_end(b, 0) == Some(b.len())
-}
-
 /// The end of the number at `b[i]`: `-`, then `0` or digits not starting with 0, then
 /// optionally `.` and digits, then optionally an exponent.
-fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
     let digits = |b: &[u8], j: usize| -> Option<usize> {
         let end = digits_end(b, j);
         (end > j).then_some(end)

@@ -36,6 +36,38 @@ pub(super) fn string_stop(b: &[u8], from: usize) -> Option<usize> {
         .map(|k| j + k)
 }
 
+/// Past the JSON white space (space, tab, line feed, carriage return) from `from`, 16 bytes at a
+/// time (the line breaks and indents between members).
+#[inline]
+pub(super) fn ws_end(b: &[u8], from: usize) -> usize {
+    let mut j = from;
+    #[cfg(target_arch = "x86_64")]
+    while j + 16 <= b.len() {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of every x86_64 target; the load reads `b[j..j + 16]`, inside
+        // `b` (checked by the loop condition), unaligned loads being allowed.
+        let ws = unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().add(j).cast());
+            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            let ws = _mm_or_si128(
+                _mm_or_si128(eq(b' '), eq(b'\n')),
+                _mm_or_si128(eq(b'\r'), eq(b'\t')),
+            );
+            _mm_movemask_epi8(ws) as u32
+        };
+        if ws != 0xffff {
+            return j + (!ws).trailing_zeros() as usize;
+        }
+        j += 16;
+    }
+    while matches!(b.get(j), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        j += 1;
+    }
+    j
+}
+
 /// Past the ASCII digits from `i`, eight at a time (timestamps have sixteen).
 #[inline]
 pub(super) fn digits_end(b: &[u8], mut i: usize) -> usize {
@@ -43,20 +75,44 @@ pub(super) fn digits_end(b: &[u8], mut i: usize) -> usize {
         let mut word = [0u8; 8];
         word.copy_from_slice(w);
         let x = u64::from_le_bytes(word);
-        // Every byte 0x30..=0x39: its high nibble is 3, and adding 6 leaves it below 0x40.
+        // A byte is a digit (0x30..=0x39) when its high nibble is 3 and stays 3 once 6 is
+        // added. Past the first byte that is not one, an addition's carry may spoil the test:
+        // only the first such byte is used.
         let high = 0xf0f0_f0f0_f0f0_f0f0u64;
         let threes = 0x3030_3030_3030_3030u64;
-        let carried = x.wrapping_add(0x0606_0606_0606_0606) & high;
-        if x & high == threes && carried == threes {
-            i += 8;
-        } else {
-            break;
+        let not_digit =
+            ((x & high) ^ threes) | ((x.wrapping_add(0x0606_0606_0606_0606) & high) ^ threes);
+        if not_digit != 0 {
+            return i + (not_digit.trailing_zeros() / 8) as usize;
         }
+        i += 8;
     }
     while b.get(i).is_some_and(u8::is_ascii_digit) {
         i += 1;
     }
     i
+}
+
+/// The value of `d`, ASCII digits only and at most 19 of them, eight at a time.
+#[inline]
+pub(super) fn digits_value(d: &[u8]) -> u64 {
+    debug_assert!(d.len() <= 19 && d.iter().all(u8::is_ascii_digit));
+    let head = d.len() % 8;
+    let mut v = 0u64;
+    for &c in &d[..head] {
+        v = v * 10 + u64::from(c - b'0');
+    }
+    for w in d[head..].chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        // The first digit is the lowest byte: pairs, then fours, then all eight combined.
+        let x = u64::from_le_bytes(word) - 0x3030_3030_3030_3030;
+        let x = (x.wrapping_mul(10) + (x >> 8)) & 0x00ff_00ff_00ff_00ff;
+        let x = (x.wrapping_mul(100) + (x >> 16)) & 0x0000_ffff_0000_ffff;
+        let x = (x.wrapping_mul(10000) + (x >> 32)) & 0xffff_ffff;
+        v = v.wrapping_mul(100_000_000).wrapping_add(x);
+    }
+    v
 }
 
 #[cfg(test)]
@@ -84,6 +140,42 @@ mod tests {
         assert_eq!(string_stop(&text, 0), None);
         assert_eq!(string_stop(b"", 0), None);
         assert_eq!(string_stop(b"ab", 5), None);
+    }
+
+    #[test]
+    fn ws_end_where_a_byte_at_a_time_would() {
+        let base = b"  \n\t  \r\n      \t\t  \n\n    \r  x".to_vec();
+        for at in 0..base.len() {
+            for c in [b'x', b'"', b'\n', 0x0b, 0x0c, 0xa0, 0x00] {
+                let mut t = base.clone();
+                t[at] = c;
+                for from in 0..=t.len() {
+                    let want = from
+                        + t[from..]
+                            .iter()
+                            .take_while(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+                            .count();
+                    assert_eq!(ws_end(&t, from), want, "{at} {c} {from}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn digits_value_as_parse_reads_them() {
+        let all = b"9876543210123456789";
+        for from in 0..all.len() {
+            for to in from..=all.len() {
+                let d = &all[from..to];
+                let want: u64 = std::str::from_utf8(d).unwrap().parse().unwrap_or(0);
+                assert_eq!(digits_value(d), want, "{from}..{to}");
+            }
+        }
+        assert_eq!(
+            digits_value(b"9999999999999999999"),
+            9_999_999_999_999_999_999
+        );
+        assert_eq!(digits_value(b"00000000"), 0);
     }
 
     #[test]
