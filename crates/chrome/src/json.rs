@@ -577,7 +577,7 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
         return None;
     }
     let mut out = Skimmed::default();
-    let i = skim_ws(b, at + 1);
+    let i = stops::ws(b, at + 1);
     if b.get(i) == Some(&b'}') {
         out.end = i + 1;
         return Some(out);
@@ -596,9 +596,9 @@ fn skim_members<'a>(
     let b = text.as_bytes();
     loop {
         if after_value {
-            i = skim_ws(b, i);
+            i = stops::ws(b, i);
             match *b.get(i)? {
-                b',' => i = skim_ws(b, i + 1),
+                b',' => i = stops::ws(b, i + 1),
                 b'}' => {
                     out.end = i + 1;
                     return Some(out);
@@ -610,11 +610,11 @@ fn skim_members<'a>(
         let (k0, k1, escaped) = skim_string(b, i)?;
         let key = &text[k0..k1];
         out.read_in_full |= escaped || key == "stream";
-        i = skim_ws(b, k1 + 1);
+        i = stops::ws(b, k1 + 1);
         if b.get(i) != Some(&b':') {
             return None;
         }
-        i = skim_ws(b, i + 1);
+        i = stops::ws(b, i + 1);
         let slot = match key.as_bytes() {
             b"ph" => Some(&mut out.ph),
             b"cat" => Some(&mut out.cat),
@@ -684,20 +684,6 @@ fn skim_members<'a>(
     }
 }
 
-/// Past JSON white space from `i`.
-#[inline]
-fn skim_ws(b: &[u8], mut i: usize) -> usize {
-    // Most runs are none or one space (`": "`, `", "`); line breaks and indents are longer.
-    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-        return i;
-    }
-    i += 1;
-    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-        return i;
-    }
-    stops::ws_end(b, i)
-}
-
 /// The string at `b[i]` (a `"`) as a skim sees it: its first byte, its closing quote, and
 /// whether it has escapes or control characters (a backslash passes the byte after it).
 #[inline]
@@ -735,7 +721,7 @@ fn worth_skimming<'a>(text: &'a str, at: usize, skip: &Skip) -> Option<(usize, S
     }
     impl<'a> Look<'a> {
         fn ws(&mut self) {
-            self.i = skim_ws(self.t.as_bytes(), self.i);
+            self.i = stops::ws(self.t.as_bytes(), self.i);
         }
         fn lit(&mut self, s: &[u8]) -> bool {
             self.ws();
@@ -833,10 +819,7 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn ws(&mut self) {
-        let b = self.text.as_bytes();
-        while self.pos < b.len() && matches!(b[self.pos], b' ' | b'\t' | b'\r' | b'\n') {
-            self.pos += 1;
-        }
+        self.pos = stops::ws(self.text.as_bytes(), self.pos);
     }
 
     fn peek(&self) -> Option<u8> {

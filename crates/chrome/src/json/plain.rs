@@ -8,7 +8,7 @@
 //! Why: serde_json's general path (a deserializer per event, keys matched through a visitor,
 //! `args` values through `RawValue`) was a third of a PyTorch trace's import.
 
-use super::stops::{digits_end, string_stop};
+use super::stops::{digits_end, string_stop, ws};
 use super::{Pair, Raw, RawEvent, Skip};
 use std::borrow::Cow;
 
@@ -170,15 +170,6 @@ fn member_key(b: &[u8], i: usize) -> Option<(usize, usize, usize)> {
         return None;
     }
     Some((k0, k1, ws(b, colon + 1)))
-}
-
-/// Past JSON white space from `i`.
-#[inline]
-fn ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
-        i += 1;
-    }
-    i
 }
 
 #[inline]

@@ -36,6 +36,20 @@ pub(super) fn string_stop(b: &[u8], from: usize) -> Option<usize> {
         .map(|k| j + k)
 }
 
+/// Past JSON white space from `i`.
+#[inline]
+pub(super) fn ws(b: &[u8], mut i: usize) -> usize {
+    // Most runs are none or one space (`": "`, `", "`); line breaks and indents are longer.
+    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        return i;
+    }
+    i += 1;
+    if !matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        return i;
+    }
+    ws_end(b, i)
+}
+
 /// Past the JSON white space (space, tab, line feed, carriage return) from `from`, 16 bytes at a
 /// time (the line breaks and indents between members).
 #[inline]
