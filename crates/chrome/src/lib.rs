@@ -236,11 +236,29 @@ struct Importer {
 struct Ids {
     cat: Option<StrId>,
     correlation_id: Option<StrId>,
+    /// Categories and kept args' keys: few strings, each interned for many events, found here by
+    /// comparing them (a short list) instead of hashing them again.
+    few: Vec<(Box<str>, StrId)>,
 }
+
+/// How many strings [`Ids::few`] holds.
+const FEW: usize = 16;
 
 impl Ids {
     fn of(slot: &mut Option<StrId>, p: &mut Profile, s: &str) -> StrId {
         *slot.get_or_insert_with(|| p.strings.intern(s))
+    }
+
+    /// `s` interned: a category or a kept arg's key (the first [`FEW`] of them are kept here).
+    fn few(&mut self, p: &mut Profile, s: &str) -> StrId {
+        if let Some((_, id)) = self.few.iter().find(|(f, _)| **f == *s) {
+            return *id;
+        }
+        let id = p.strings.intern(s);
+        if self.few.len() < FEW {
+            self.few.push((s.into(), id));
+        }
+        id
     }
 }
 
@@ -317,7 +335,7 @@ impl Importer {
         let mut out = std::mem::take(&mut self.tracks[t].stats);
         if !cat.is_empty() {
             let k = Ids::of(&mut self.ids.cat, &mut self.p, "cat");
-            let v = self.p.strings.intern(cat);
+            let v = self.ids.few(&mut self.p, cat);
             encode_stat(&mut out, k, StatValue::Str(v));
         }
         if let Some(args) = args {
@@ -401,6 +419,7 @@ impl Sink for Importer {
                     self.negative_dur += 1;
                     dur = 0;
                 }
+                self.args_not_read += e.args_left_out as usize;
                 self.complete(e, args, ts, dur);
             }
             "B" => {
@@ -1134,7 +1153,9 @@ fn encode_args(
         let mut left_out = 0;
         for (k, v) in map {
             if keep.contains(&k.as_ref()) {
-                encode_arg(p, out, k, *v, ids);
+                let key = ids.few(p, k);
+                let sv = raw_stat(p, *v);
+                encode_stat_arg(p, out, k, key, sv, ids);
             } else {
                 left_out += 1;
             }

@@ -111,8 +111,15 @@ fn read<'a>(
                     i += 4;
                 } else {
                     let from = pairs.len() as u32;
-                    i = args(text, i, pairs)?;
+                    // A slice's args the read does not keep are checked, not kept (for other
+                    // phases, and where `ph` comes after `args`, the importer leaves them out).
+                    let keep = skip
+                        .and_then(|s| s.args_kept)
+                        .filter(|_| e.ph.as_deref() == Some("X"));
+                    let (end, left_out) = args(text, i, pairs, keep)?;
+                    i = end;
                     e.args = Some((from, pairs.len() as u32));
+                    e.args_left_out = left_out;
                 }
             }
             _ => i = value_end(b, i, 0)?,
@@ -129,32 +136,45 @@ fn read<'a>(
         if skip.wants_skipped(ph, cat) && !pairs[first..].iter().any(|(k, _)| k == "stream") {
             pairs.truncate(first);
             e.args = None;
+            e.args_left_out = 0;
             e.skipped = true;
         }
     }
     Some(i + 1)
 }
 
-/// The `args` object at `b[i]` (a `{`), its pairs appended to `pairs`; the position past its
-/// `}`.
-fn args<'a>(text: &'a str, mut i: usize, pairs: &mut Vec<Pair<'a>>) -> Option<usize> {
+/// The `args` object at `b[i]` (a `{`), its pairs appended to `pairs` (with `keep`, only those
+/// it names and `stream`, which decides whether an event is left out); the position past its
+/// `}`, and how many pairs were not appended.
+fn args<'a>(
+    text: &'a str,
+    mut i: usize,
+    pairs: &mut Vec<Pair<'a>>,
+    keep: Option<&[&str]>,
+) -> Option<(usize, u32)> {
     let b = text.as_bytes();
     if b.get(i) != Some(&b'{') {
         return None;
     }
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
-        return Some(i + 1);
+        return Some((i + 1, 0));
     }
+    let mut left_out = 0;
     loop {
         let (k0, k1, v) = member_key(b, i)?;
         i = v;
         let end = value_end(b, i, 1)?;
-        pairs.push((Cow::Borrowed(&text[k0..k1]), Raw(&text[i..end])));
+        let key = &text[k0..k1];
+        if keep.is_none_or(|keep| keep.contains(&key) || key == "stream") {
+            pairs.push((Cow::Borrowed(key), Raw(&text[i..end])));
+        } else {
+            left_out += 1;
+        }
         i = ws(b, end);
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
-            Some(b'}') => return Some(i + 1),
+            Some(b'}') => return Some((i + 1, left_out)),
             _ => return None,
         }
     }

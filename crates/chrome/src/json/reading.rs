@@ -292,9 +292,11 @@ impl<'b> Growing<'b> {
         // SAFETY: the inflating thread (the caller) wrote these bytes; the reading thread
         // only reads bytes, never writes them.
         let b = unsafe { std::slice::from_raw_parts(self.start.add(from), to - from) };
-        match std::str::from_utf8(b) {
+        // Its ASCII start passed a block at a time; the rest from a character's start.
+        let ascii = super::stops::ascii_end(b, 0);
+        match std::str::from_utf8(&b[ascii..]) {
             Ok(_) => Some(to),
-            Err(e) if e.error_len().is_none() => Some(from + e.valid_up_to()),
+            Err(e) if e.error_len().is_none() => Some(from + ascii + e.valid_up_to()),
             Err(_) => None,
         }
     }
