@@ -742,10 +742,12 @@ fn worth_skimming<'a>(text: &'a str, at: usize, skip: &Skip) -> Option<(usize, S
         fn ws(&mut self) {
             self.i = stops::ws(self.t.as_bytes(), self.i);
         }
-        fn lit(&mut self, s: &[u8]) -> bool {
+        /// The bytes `s` (compared as one array, not through `memcmp`).
+        fn lit<const N: usize>(&mut self, s: &[u8; N]) -> bool {
             self.ws();
-            let ok = self.t.as_bytes().get(self.i..self.i + s.len()) == Some(s);
-            self.i += s.len();
+            let at = self.t.as_bytes().get(self.i..self.i + N);
+            let ok = at.and_then(|w| <&[u8; N]>::try_from(w).ok()) == Some(s);
+            self.i += N;
             ok
         }
         /// A short string without escapes (its text is its value).
