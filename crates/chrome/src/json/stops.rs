@@ -84,7 +84,8 @@ pub(super) fn ws_end(b: &[u8], from: usize) -> usize {
 
 /// The first index at or after `from` whose byte is not ASCII (`b.len()` when there is none), 64
 /// bytes at a time: where a check of the text as UTF-8 has work to do (a trace is nearly all
-/// ASCII, which this passes four times as fast as `std::str::from_utf8`).
+/// ASCII; checking the NCCL trace's 9.8 MB took 1.96 M instructions this way against 4.28 M with
+/// `std::str::from_utf8` alone, PERFORMANCE.md).
 #[inline]
 pub(super) fn ascii_end(b: &[u8], from: usize) -> usize {
     let mut j = from;
