@@ -397,6 +397,17 @@ fn sessions_of_one_capture_are_one_run() {
         profile.join(older).join("vm.xplane.pb.gz"),
     )
     .unwrap();
+    // Sessions are ordered by their files' modification times: the copy is made now, so give it
+    // its capture's time (three days before the others), as a copy that kept its times would
+    // have; otherwise the order would hang on whether the copy fell in a later second.
+    let written = std::fs::metadata(profile.join(wb).join("host002.xplane.pb"))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::fs::File::options()
+        .write(true)
+        .open(profile.join(older).join("vm.xplane.pb.gz"))
+        .and_then(|f| f.set_modified(written - std::time::Duration::from_secs(3 * 86_400)))
+        .expect("set the copy's mtime");
     let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
         .args(["hosts", "--json", "--no-cache", "--run", wb])
         .arg(&logdir)
