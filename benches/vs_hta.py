@@ -6,7 +6,7 @@ Both sides start cold in a fresh process, taking turns:
     trace) plus `get_temporal_breakdown(visualize=False)`, imports excluded; DIR is a fresh
     folder holding a link to the file (HTA loads every trace of a folder as ranks).
   * xlens: a new `xlens bench FILE --tool temporal_breakdown --reps 1 --json` process; the time
-    is its first answer (read + decode + tool + JSON).
+    is its first answer (finding the file, then read + decode + tool + JSON).
 Prints the median and range per side and the ratio of medians, and xlens's import throughput
 (MB/s of uncompressed JSON; for a large .json.gz, parsed while it inflates, the inflating is
 counted in it) and peak RSS over the JSON's size. Then the import throughput of a full read

@@ -6,7 +6,7 @@ For each tool, both sides start cold in a fresh process:
     hard link of the file in a fresh, empty run directory (so no cache XProf writes next to the
     file carries over); the time is that call's wall time (imports excluded).
   * xlens: a new `xlens bench FILE --tool T --reps 1 --json` process; the time is its first answer
-    (read + decode + tool).
+    (finding the file, then read + decode + tool).
 Each side runs --reps times, the two sides taking turns; the table gives the median and the
 range, and the ratio of medians.
 

@@ -167,21 +167,86 @@ fn sniff_json(path: &Path) -> (bool, Option<i64>) {
 
 const SNIFF_BYTES: u64 = 256 << 10;
 
+/// The first piece of a gzip head that [`sniff_head`] inflates (then twice as much each time).
+const SNIFF_FIRST_STEP: u64 = 16 << 10;
+
 /// [`sniff_json`] on the first bytes of a file (gzip or not).
+///
+/// A gzip head is inflated a piece at a time, up to [`SNIFF_BYTES`], and no further once what
+/// is inflated settles both answers: it is a trace and its `distributedInfo` object has closed
+/// (what more text cannot change). A PyTorch trace writes both within its first few KiB: the
+/// NCCL sample settles in 16 KiB, where inflating 256 KiB was most of a `discover` of it.
 pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
-    let gz = raw.starts_with(&[0x1f, 0x8b]);
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return sniff_text(&raw[..raw.len().min(SNIFF_BYTES as usize)]);
+    }
+    let mut z = gunzip::Gunzip::new(raw).take(SNIFF_BYTES);
     let mut unzipped = Vec::new();
-    let head: &[u8] = if gz {
-        let r = gunzip::Gunzip::new(raw)
-            .take(SNIFF_BYTES)
-            .read_to_end(&mut unzipped);
-        if r.is_err() && unzipped.is_empty() {
-            return (false, None);
+    let mut step = SNIFF_FIRST_STEP;
+    let mut rank = RankSettled::default();
+    loop {
+        let before = unzipped.len();
+        let r = (&mut z).take(step).read_to_end(&mut unzipped);
+        if r.is_err() {
+            if unzipped.is_empty() {
+                return (false, None);
+            }
+            break;
         }
-        &unzipped
-    } else {
-        &raw[..raw.len().min(SNIFF_BYTES as usize)]
-    };
+        if unzipped.len() == before {
+            break;
+        }
+        if rank.settled(&unzipped, before) {
+            let found = sniff_text(&unzipped);
+            if found.0 {
+                return found;
+            }
+        }
+        step *= 2;
+    }
+    sniff_text(&unzipped)
+}
+
+/// Whether a growing head holds a `distributedInfo` key and a `}` after it: the rank
+/// [`sniff_text`] finds in it is then the one it finds in any longer head. Each call looks only
+/// at what was added since the last (from `before`).
+#[derive(Default)]
+struct RankSettled {
+    /// Where the key starts, once found.
+    key: Option<usize>,
+    /// A `}` after it was found.
+    closed: bool,
+}
+
+impl RankSettled {
+    const KEY: &'static [u8] = b"\"distributedInfo\"";
+
+    fn settled(&mut self, head: &[u8], before: usize) -> bool {
+        if self.closed {
+            return true;
+        }
+        let from = match self.key {
+            Some(at) => before.max(at),
+            None => {
+                // The key may straddle the old end.
+                let from = before.saturating_sub(Self::KEY.len() - 1);
+                let Some(k) = head[from..]
+                    .windows(Self::KEY.len())
+                    .position(|w| w == Self::KEY)
+                else {
+                    return false;
+                };
+                self.key = Some(from + k);
+                from + k
+            }
+        };
+        self.closed = head[from..].contains(&b'}');
+        self.closed
+    }
+}
+
+/// [`sniff_head`] on the (decompressed) text of a head.
+fn sniff_text(head: &[u8]) -> (bool, Option<i64>) {
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
     // A bare array of events is empty or starts with an object, and its events have phases;
@@ -970,6 +1035,55 @@ mod tests {
             }
             other => panic!("{:?}", other.map(|o| o.is_some())),
         }
+    }
+
+    /// A gzip head inflated a piece at a time answers as inflating the whole 256 KiB would: the
+    /// rank found wherever its object falls (in the first piece, across the first piece's end,
+    /// later), none past 256 KiB, and an object still open at the end of a piece read on.
+    #[test]
+    fn a_gzip_head_read_in_pieces_finds_what_a_whole_head_finds() {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let gz = |text: &str| {
+            let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(text.as_bytes()).expect("gzip");
+            e.finish().expect("gzip")
+        };
+        let key = "\"distributedInfo\"";
+        let step = SNIFF_FIRST_STEP as usize;
+        for (pad, want) in [
+            (0, (true, Some(7))),
+            (step - 40, (true, Some(7))),
+            // The key across the first piece's end, then its `}` in the next piece.
+            (step - 8, (true, Some(7))),
+            (step - 24, (true, Some(7))),
+            (3 * step, (true, Some(7))),
+            // Past 256 KiB: not looked at (nor is `traceEvents`, after it).
+            (300 << 10, (false, None)),
+        ] {
+            // Padding as a member before the events (no `}` in it).
+            let text = format!(
+                "{{\"schemaVersion\": 1, \"pad\": \"{}\", {key}: {{\"backend\": \"nccl\", \"rank\": 7, \"world_size\": 8}}, \"traceEvents\": [{{\"ph\": \"X\"}}]}}",
+                "x".repeat(pad)
+            );
+            assert_eq!(sniff_head(&gz(&text)), want, "pad {pad}");
+            assert_eq!(sniff_head(text.as_bytes()), want, "pad {pad}, plain");
+        }
+        // The object's `}` far after the key (a long member in it): found, in a later piece.
+        let text = format!(
+            "{{{key}: {{\"backend\": \"nccl\", \"pad\": \"{}\", \"rank\": 3}}, \"traceEvents\": []}}",
+            "y".repeat(2 * step)
+        );
+        assert_eq!(sniff_head(&gz(&text)), (true, Some(3)));
+        // `traceEvents` after the settled rank, in a later piece: still a trace.
+        let text = format!(
+            "{{{key}: {{\"rank\": 5}}, \"pad\": \"{}\", \"traceEvents\": []}}",
+            "z".repeat(2 * step)
+        );
+        assert_eq!(sniff_head(&gz(&text)), (true, Some(5)));
+        // Not a trace: read to the end of what it holds.
+        let text = format!("{{{key}: {{\"rank\": 5}}, \"runs\": [1, 2]}}");
+        assert_eq!(sniff_head(&gz(&text)), (false, Some(5)));
     }
 
     #[test]
