@@ -1381,7 +1381,7 @@ pub(crate) fn micros_to_ps(raw: Raw<'_>) -> Option<i128> {
 /// [`micros_to_ps`] of the common form, in one pass: digits (at most 18), then optionally `.`
 /// and digits; `None` for anything else (which [`any_micros_to_ps`] reads).
 fn plain_micros_to_ps(b: &[u8]) -> Option<i128> {
-    if let Some(ps) = micros_in_words(b) {
+    if let Some(ps) = micros_in_words(b).or_else(|| short_micros(b)) {
         return Some(ps);
     }
     let i = stops::digits_end(b, 0);
@@ -1432,6 +1432,38 @@ fn micros_in_words(b: &[u8]) -> Option<i128> {
         return None;
     }
     Some(i128::from(int) * 1_000_000 + i128::from(word_value(frac)))
+}
+
+/// [`plain_micros_to_ps`] of the short form durations are written in (`156.777`, `2`): 1 to 8
+/// digits, then optionally a point and 1 to 6 digits, a byte at a time in `u64`s. `None` for any
+/// other form.
+#[inline]
+fn short_micros(b: &[u8]) -> Option<i128> {
+    const SCALE: [u64; 7] = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
+    if b.len() > 15 {
+        return None;
+    }
+    let digit = |c: u8| c.is_ascii_digit().then(|| u64::from(c - b'0'));
+    let point = b.iter().position(|&c| c == b'.').unwrap_or(b.len());
+    if !(1..=8).contains(&point) {
+        return None;
+    }
+    let mut int = 0u64;
+    for &c in &b[..point] {
+        int = int * 10 + digit(c)?;
+    }
+    let mut frac = 0u64;
+    if point < b.len() {
+        let d = &b[point + 1..];
+        if !(1..=6).contains(&d.len()) {
+            return None;
+        }
+        for &c in d {
+            frac = frac * 10 + digit(c)?;
+        }
+        frac *= SCALE[d.len()];
+    }
+    Some(i128::from(int * 1_000_000 + frac))
 }
 
 /// [`micros_to_ps`] of any form: quoted, signed, with an exponent.
@@ -2013,7 +2045,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let (mut read, mut words) = (0, 0);
+        let (mut read, mut words, mut short) = (0, 0, 0);
         for _ in 0..20_000 {
             // JSON numbers: no leading zero, at least one digit after a point.
             let int_digits = 1 + (next() % 20) as usize;
@@ -2036,14 +2068,20 @@ mod tests {
                 words += 1;
                 assert_eq!(Some(v), any_micros_to_ps(Raw::from(&*r)), "{t}");
             }
+            if let Some(v) = short_micros(r.get().as_bytes()) {
+                short += 1;
+                assert_eq!(Some(v), any_micros_to_ps(Raw::from(&*r)), "{t}");
+            }
             if let Some(v) = plain_micros_to_ps(r.get().as_bytes()) {
                 read += 1;
                 assert_eq!(Some(v), any_micros_to_ps(Raw::from(&*r)), "{t}");
             }
         }
         assert!(read > 10_000, "{read}");
-        // Times as profilers write them: 9 to 16 digits, a point and 1 to 6 digits.
+        // Times as profilers write them: 9 to 16 digits, a point and 1 to 6 digits; durations,
+        // up to 8 digits and up to 6 after a point.
         assert!(words > 1_000, "{words}");
+        assert!(short > 1_000, "{short}");
     }
 
     #[test]
