@@ -158,29 +158,45 @@ fn sniff_json(path: &Path) -> (bool, Option<i64>) {
     let Ok(f) = fs::File::open(path) else {
         return (false, None);
     };
-    let mut head = Vec::new();
-    if f.take(SNIFF_BYTES).read_to_end(&mut head).is_err() && head.is_empty() {
-        return (false, None);
-    }
-    sniff_head(&head)
+    // Read as it is inflated: a few KiB settle most traces ([`sniff_head`]).
+    sniff_from(std::io::BufReader::with_capacity(
+        SNIFF_FIRST_STEP as usize,
+        f,
+    ))
 }
 
 const SNIFF_BYTES: u64 = 256 << 10;
 
-/// The first piece of a gzip head that [`sniff_head`] inflates (then twice as much each time).
+/// The first piece of a head that [`sniff_head`] reads (then twice as much each time).
 const SNIFF_FIRST_STEP: u64 = 16 << 10;
 
 /// [`sniff_json`] on the first bytes of a file (gzip or not).
 ///
-/// A gzip head is inflated a piece at a time, up to [`SNIFF_BYTES`], and no further once what
-/// is inflated settles both answers: it is a trace and its `distributedInfo` object has closed
-/// (what more text cannot change). A PyTorch trace writes both within its first few KiB: the
-/// NCCL sample settles in 16 KiB, where inflating 256 KiB was most of a `discover` of it.
+/// A head is read (and inflated, if gzip) a piece at a time, up to [`SNIFF_BYTES`], and no
+/// further once what is read settles both answers: it is a trace and its `distributedInfo`
+/// object has closed (what more text cannot change). A PyTorch trace writes both within its
+/// first few KiB: the NCCL sample settles in 16 KiB, where reading and inflating 256 KiB was most
+/// of a `discover` of it.
 pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
-    if !raw.starts_with(&[0x1f, 0x8b]) {
-        return sniff_text(&raw[..raw.len().min(SNIFF_BYTES as usize)]);
+    sniff_from(raw)
+}
+
+/// [`sniff_head`] of the bytes `raw` yields, read no further than it needs.
+fn sniff_from(mut raw: impl std::io::BufRead) -> (bool, Option<i64>) {
+    let gz = match raw.fill_buf() {
+        Ok(b) => b.starts_with(&[0x1f, 0x8b]),
+        Err(_) => return (false, None),
+    };
+    let raw = raw.take(SNIFF_BYTES);
+    if gz {
+        sniff_pieces(gunzip::Gunzip::new(raw).take(SNIFF_BYTES))
+    } else {
+        sniff_pieces(raw)
     }
-    let mut z = gunzip::Gunzip::new(raw).take(SNIFF_BYTES);
+}
+
+/// [`sniff_text`] of what `z` yields, read a piece at a time until it settles.
+fn sniff_pieces(mut z: impl Read) -> (bool, Option<i64>) {
     let mut unzipped = Vec::new();
     let mut step = SNIFF_FIRST_STEP;
     let mut rank = RankSettled::default();
