@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 mod chunks;
+mod layout;
 mod nested;
 mod plain;
 pub(crate) mod reading;
@@ -564,7 +565,7 @@ pub(crate) fn parse_text(text: &str, sink: &mut dyn Sink) -> Result<bool, ParseE
 }
 
 /// What [`skim`] finds of an event object without parsing it.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Skimmed<'a> {
     /// Just past its closing `}`.
     end: usize,
@@ -608,18 +609,45 @@ fn skim(text: &str, at: usize) -> Option<Skimmed<'_>> {
 /// a member's value (true), with what was found before `i` already in `out`.
 fn skim_members<'a>(
     text: &'a str,
+    i: usize,
+    out: Skimmed<'a>,
+    after_value: bool,
+) -> Option<Skimmed<'a>> {
+    skim_members_noting(text, i, out, after_value, |_| {})
+}
+
+/// Where a member [`skim_members_noting`] read is in the text: from just past the value before
+/// it (or the first key) to its value, with its key between.
+#[derive(Clone, Copy)]
+struct Noted {
+    from: usize,
+    key: (usize, usize),
+    value: usize,
+}
+
+/// [`skim_members`], telling `note` where each member was (and, with `key` empty and `value`
+/// past the closing `}`, where the object closed).
+fn skim_members_noting<'a>(
+    text: &'a str,
     mut i: usize,
     mut out: Skimmed<'a>,
     mut after_value: bool,
+    mut note: impl FnMut(Noted),
 ) -> Option<Skimmed<'a>> {
     let b = text.as_bytes();
     loop {
+        let from = i;
         if after_value {
             i = stops::ws(b, i);
             match *b.get(i)? {
                 b',' => i = stops::ws(b, i + 1),
                 b'}' => {
                     out.end = i + 1;
+                    note(Noted {
+                        from,
+                        key: (i, i),
+                        value: i + 1,
+                    });
                     return Some(out);
                 }
                 _ => return None,
@@ -628,45 +656,28 @@ fn skim_members<'a>(
         after_value = true;
         let (k0, k1, escaped) = skim_string(b, i)?;
         let key = &text[k0..k1];
-        out.read_in_full |= escaped || key == "stream";
+        out.key(key, escaped);
+        let slot = Slot::of(key);
         i = stops::ws(b, k1 + 1);
         if b.get(i) != Some(&b':') {
             return None;
         }
         i = stops::ws(b, i + 1);
-        let slot = match key.as_bytes() {
-            b"ph" => Some(&mut out.ph),
-            b"cat" => Some(&mut out.cat),
-            b"ts" => Some(&mut out.ts),
-            b"dur" => Some(&mut out.dur),
-            _ => None,
-        };
+        note(Noted {
+            from,
+            key: (k0, k1),
+            value: i,
+        });
         match *b.get(i)? {
             b'"' => {
-                let (v0, v1, escaped) = skim_string(b, i)?;
-                let value = &text[v0..v1];
-                // Escapes are checked by a full read (an invalid one is named there).
-                out.read_in_full |= value == "stream" || escaped;
-                if let Some(slot) = slot {
-                    // Times keep their raw text, quotes included.
-                    let value = if matches!(key, "ts" | "dur") {
-                        &text[i..v1 + 1]
-                    } else {
-                        value
-                    };
-                    out.read_in_full |= slot.replace(value).is_some() || escaped;
-                }
+                let (_, v1, escaped) = skim_string(b, i)?;
+                out.string(slot, text, i, v1, escaped);
                 i = v1 + 1;
             }
             b'{' | b'[' => {
                 // A nested value: only its strings and brackets matter, found a block at a time.
                 let end = nested::value_end(b, i, 1)?;
-                // A `stream` string anywhere in it (or what merely looks like one), or an
-                // escape (checked by a full read).
-                out.read_in_full |= STREAM.find(&b[i..end]).is_some()
-                    || memchr::memchr(b'\\', &b[i..end]).is_some();
-                // Not a string: read in full (serde_json says what is wrong).
-                out.read_in_full |= slot.is_some();
+                out.nested(slot, &b[i..end]);
                 i = end;
             }
             _ => {
@@ -674,14 +685,7 @@ fn skim_members<'a>(
                 // Most are numbers (times, ids), read once by their grammar; what follows one
                 // must end the value.
                 match plain::number_end(b, i) {
-                    Some(end)
-                        if matches!(
-                            b.get(end),
-                            Some(b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
-                        ) =>
-                    {
-                        i = end
-                    }
+                    Some(end) if ends_scalar(b, end) => i = end,
                     _ => {
                         while b.get(i).is_some_and(|&c| {
                             !matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
@@ -693,12 +697,94 @@ fn skim_members<'a>(
                         out.read_in_full |= !matches!(&b[start..i], b"true" | b"false" | b"null");
                     }
                 }
-                if let Some(slot) = slot {
-                    let again = slot.replace(&text[start..i]).is_some();
-                    // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
-                    out.read_in_full |= again || matches!(key, "ph" | "cat");
-                }
+                out.scalar(slot, &text[start..i]);
             }
+        }
+    }
+}
+
+/// Whether the byte at `b[end]` may follow a scalar member value (and so ends it).
+#[inline]
+fn ends_scalar(b: &[u8], end: usize) -> bool {
+    matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// Which of the values a skim keeps a member's is, by its key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Ph,
+    Cat,
+    Ts,
+    Dur,
+    None,
+}
+
+impl Slot {
+    #[inline]
+    fn of(key: &str) -> Slot {
+        match key.as_bytes() {
+            b"ph" => Slot::Ph,
+            b"cat" => Slot::Cat,
+            b"ts" => Slot::Ts,
+            b"dur" => Slot::Dur,
+            _ => Slot::None,
+        }
+    }
+}
+
+impl<'a> Skimmed<'a> {
+    #[inline]
+    fn slot(&mut self, slot: Slot) -> Option<&mut Option<&'a str>> {
+        match slot {
+            Slot::Ph => Some(&mut self.ph),
+            Slot::Cat => Some(&mut self.cat),
+            Slot::Ts => Some(&mut self.ts),
+            Slot::Dur => Some(&mut self.dur),
+            Slot::None => None,
+        }
+    }
+
+    /// A member's key (`escaped`: it has escapes or control characters).
+    #[inline]
+    fn key(&mut self, key: &str, escaped: bool) {
+        self.read_in_full |= escaped || key == "stream";
+    }
+
+    /// A string value of a member: its quotes at `text[open]` and `text[close]`.
+    #[inline]
+    fn string(&mut self, slot: Slot, text: &'a str, open: usize, close: usize, escaped: bool) {
+        let value = &text[open + 1..close];
+        // Escapes are checked by a full read (an invalid one is named there).
+        self.read_in_full |= value == "stream" || escaped;
+        // Times keep their raw text, quotes included.
+        let raw = if matches!(slot, Slot::Ts | Slot::Dur) {
+            &text[open..close + 1]
+        } else {
+            value
+        };
+        if let Some(slot) = self.slot(slot) {
+            let again = slot.replace(raw).is_some();
+            self.read_in_full |= again;
+        }
+    }
+
+    /// A nested value (object or array) of a member, `v` its bytes.
+    #[inline]
+    fn nested(&mut self, slot: Slot, v: &[u8]) {
+        // A `stream` string anywhere in it (or what merely looks like one), or an escape
+        // (checked by a full read).
+        self.read_in_full |= STREAM.find(v).is_some() || memchr::memchr(b'\\', v).is_some();
+        // Not a string: read in full (serde_json says what is wrong).
+        self.read_in_full |= slot != Slot::None;
+    }
+
+    /// A scalar value (number, word) of a member, `raw` its text.
+    #[inline]
+    fn scalar(&mut self, slot: Slot, raw: &'a str) {
+        if let Some(s) = self.slot(slot) {
+            let again = s.replace(raw).is_some();
+            // `ph` and `cat` not strings: read in full (serde_json says what is wrong).
+            self.read_in_full |= again || matches!(slot, Slot::Ph | Slot::Cat);
         }
     }
 }
@@ -879,7 +965,7 @@ impl<'a> Cursor<'a> {
         if let Some(skip) = skip {
             // The members after those `worth_skimming` read.
             if let Some((i, k)) = worth_skimming(self.text, self.pos, &skip) {
-                if let Some(k) = skim_members(self.text, i, k, true) {
+                if let Some(k) = layout::skim(self.text, i, k) {
                     if skipped_event(&k, skip, e) {
                         self.pos = k.end;
                         return Ok(true);
@@ -1807,6 +1893,100 @@ mod tests {
             &text[at..k.end]
         );
         true
+    }
+
+    /// What a skim found, to compare two skims.
+    type Summed<'a> = (usize, [Option<&'a str>; 4], bool);
+
+    fn summed<'a>(k: &Skimmed<'a>) -> Summed<'a> {
+        (k.end, [k.ph, k.cat, k.ts, k.dur], k.read_in_full)
+    }
+
+    /// The skim by layout answers as the member-by-member one: on every event of the committed
+    /// traces in turn (the layout answering for nearly all of those left out, once it has seen
+    /// one of their kind), and on every one-byte change of an event in the plain form, read by
+    /// the layout of the event unchanged.
+    #[test]
+    fn skims_by_layout_answer_as_member_by_member() {
+        let skip = Skip {
+            complete_cats: &["cpu_op", "python_function"],
+            flow_cats: &["ac2g", "fwdbwd", "async_cpu_to_gpu"],
+            args_kept: None,
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
+        let (mut looked, mut quick) = (0, 0);
+        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let p = f.path();
+            if !p.to_string_lossy().ends_with(".json.gz") {
+                continue;
+            }
+            let mut t = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
+                &mut t,
+            )
+            .expect("gunzip");
+            let mut layouts = layout::Layouts::default();
+            for at in event_starts(&t) {
+                let Some((i, first)) = worth_skimming(&t, at, &skip) else {
+                    continue;
+                };
+                looked += 1;
+                let slow = skim_members(&t, i, first, true).as_ref().map(summed);
+                if let Some(q) = layouts.quick(&t, i, first) {
+                    quick += 1;
+                    assert_eq!(Some(summed(&q)), slow, "{}", &t[at..]);
+                }
+                let got = layouts.skim(&t, i, first);
+                assert_eq!(got.as_ref().map(summed), slow, "{}", &t[at..]);
+            }
+        }
+        assert!(
+            looked >= 100 && quick * 100 >= looked * 80,
+            "{quick} of {looked}"
+        );
+        let events = [
+            concat!(
+                r#"{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: "#,
+                r#"DivBackward1", "pid": 2910249, "tid": 2919752,"#,
+                "\n    ",
+                r#""ts": 4458676522690.655, "dur": 156.777, "args": {"External id": 2049, "#,
+                r#""Input Dims": [[2, 3], []], "s": "x]y", "n": -1.5e3, "b": true, "z": null}}"#
+            ),
+            r#"{"ph": "f", "id": 57532, "pid": 2910249, "tid": 2919752, "ts": 4458676981028.392, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#,
+        ];
+        let next = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}"#;
+        let (mut tried, mut quick) = (0, 0);
+        for ev in events {
+            let base = format!("{ev},\n  {next}");
+            let (i, first) = worth_skimming(&base, 0, &skip).expect("left out");
+            let mut layouts = layout::Layouts::default();
+            assert!(layouts.skim(&base, i, first).is_some());
+            assert!(layouts.quick(&base, i, first).is_some(), "{base}");
+            for at in 0..ev.len() {
+                for c in [
+                    b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
+                    0x1f, b'x', b'e',
+                ] {
+                    let mut m = base.as_bytes().to_vec();
+                    m[at] = c;
+                    let Ok(m) = String::from_utf8(m) else {
+                        continue;
+                    };
+                    let Some((i, first)) = worth_skimming(&m, 0, &skip) else {
+                        continue;
+                    };
+                    tried += 1;
+                    if let Some(q) = layouts.quick(&m, i, first) {
+                        quick += 1;
+                        let slow = skim_members(&m, i, first, true).as_ref().map(summed);
+                        assert_eq!(Some(summed(&q)), slow, "{m}");
+                    }
+                }
+            }
+        }
+        // Changes to values leave the layout; changes between them do not.
+        assert!(quick * 3 > tried && quick < tried, "{quick} of {tried}");
     }
 
     /// Every event of the committed traces that the skim leaves out is left out by serde_json
