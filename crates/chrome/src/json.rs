@@ -820,40 +820,7 @@ fn skim_string(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
 /// quick look, so that the events read in full are not skimmed first. Events written otherwise
 /// are read in full and left out afterwards (the same result, more slowly).
 fn worth_skimming<'a>(text: &'a str, at: usize, skip: &Skip) -> Option<(usize, Skimmed<'a>)> {
-    struct Look<'a> {
-        t: &'a str,
-        i: usize,
-    }
-    impl<'a> Look<'a> {
-        fn ws(&mut self) {
-            self.i = stops::ws(self.t.as_bytes(), self.i);
-        }
-        /// The bytes `s` (compared as one array, not through `memcmp`).
-        fn lit<const N: usize>(&mut self, s: &[u8; N]) -> bool {
-            self.ws();
-            let at = self.t.as_bytes().get(self.i..self.i + N);
-            let ok = at.and_then(|w| <&[u8; N]>::try_from(w).ok()) == Some(s);
-            self.i += N;
-            ok
-        }
-        /// A short string without escapes (its text is its value).
-        fn string(&mut self) -> Option<&'a str> {
-            self.ws();
-            let b = self.t.as_bytes();
-            if b.get(self.i) != Some(&b'"') {
-                return None;
-            }
-            let from = self.i + 1;
-            let end = stops::string_stop(b, from)?;
-            if b[end] != b'"' {
-                return None;
-            }
-            self.i = end + 1;
-            // Both ends are quotes: boundaries of characters.
-            self.t.get(from..end)
-        }
-    }
-    let mut l = Look { t: text, i: at };
+    let mut l = layout::Look { t: text, i: at };
     if !(l.lit(b"{") && l.lit(b"\"ph\"") && l.lit(b":")) {
         return None;
     }
@@ -1926,7 +1893,7 @@ mod tests {
                 &mut t,
             )
             .expect("gunzip");
-            let mut layouts = layout::Layouts::default();
+            let mut layouts = layout::Skims::default();
             for at in event_starts(&t) {
                 let Some((i, first)) = worth_skimming(&t, at, &skip) else {
                     continue;
@@ -1960,7 +1927,7 @@ mod tests {
         for ev in events {
             let base = format!("{ev},\n  {next}");
             let (i, first) = worth_skimming(&base, 0, &skip).expect("left out");
-            let mut layouts = layout::Layouts::default();
+            let mut layouts = layout::Skims::default();
             assert!(layouts.skim(&base, i, first).is_some());
             assert!(layouts.quick(&base, i, first).is_some(), "{base}");
             for at in 0..ev.len() {
@@ -2090,6 +2057,102 @@ mod tests {
             }
         }
         starts
+    }
+
+    /// An event read by the plain reader (by layout where one applies), against the same read
+    /// member by member: the same end, fields and args, or both `None`.
+    fn plain_by_layout_as_by_members(text: &str, at: usize, skip: Option<Skip>) {
+        let (mut e1, mut p1) = (RawEvent::default(), Vec::new());
+        let (mut e2, mut p2) = (RawEvent::default(), Vec::new());
+        let r1 = plain::event_by_members(text, at, skip, &mut p1, &mut e1);
+        let r2 = plain::event(text, at, skip, &mut p2, &mut e2);
+        assert_eq!(r1, r2, "{}", &text[at..]);
+        if r1.is_some() {
+            assert_eq!(
+                (show(&e1, Args::of(&e1, &p1)), e1.args_left_out),
+                (show(&e2, Args::of(&e2, &p2)), e2.args_left_out),
+                "{}",
+                &text[at..]
+            );
+        }
+    }
+
+    /// The plain reader by layout reads as member by member: every event of the committed
+    /// traces in turn, with and without a partial read's skip (the layouts reading most of
+    /// them), and every one-byte change of a kernel event read by the layout of the event
+    /// unchanged.
+    #[test]
+    fn plain_reads_by_layout_as_member_by_member() {
+        let skip = Skip {
+            complete_cats: &["cpu_op", "python_function"],
+            flow_cats: &["ac2g", "fwdbwd"],
+            args_kept: Some(&["stream", "correlation"]),
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
+        let mut events = 0;
+        let before = plain::BY_LAYOUT.with(std::cell::Cell::get);
+        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let p = f.path();
+            if !p.to_string_lossy().ends_with(".json.gz") {
+                continue;
+            }
+            let mut t = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
+                &mut t,
+            )
+            .expect("gunzip");
+            for at in event_starts(&t) {
+                for s in [None, Some(skip)] {
+                    events += 1;
+                    plain_by_layout_as_by_members(&t, at, s);
+                }
+            }
+        }
+        // The fixtures are short: many kinds seen once, and many metadata events (`M`, read
+        // member by member).
+        let by_layout = plain::BY_LAYOUT.with(std::cell::Cell::get) - before;
+        assert!(by_layout * 100 >= events * 35, "{by_layout} of {events}");
+        let ev = concat!(
+            r#"{"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>(int, at::detail::Array<char*, 2>)", "pid": 0, "tid": 7,"#,
+            "\n    ",
+            r#""ts": 4458676983543.183, "dur": 41.407,"#,
+            "\n    ",
+            r#""args": {"External id": 12353, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 57541, "registers per thread": 40, "shared memory": 400, "blocks per SM": 4.740741, "grid": [512, 1, 1], "block": [512, 1, 1], "est. achieved occupancy %": 100}"#,
+            "\n  }"
+        );
+        let next =
+            r#"{"ph": "X", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}"#;
+        let base = format!("{ev},\n  {next}");
+        let (mut tried, mut layout_read) = (0, 0);
+        for s in [None, Some(skip)] {
+            // The layout of the event unchanged.
+            let (mut e, mut p) = (RawEvent::default(), Vec::new());
+            assert!(plain::event(&base, 0, s, &mut p, &mut e).is_some());
+            for at in 0..ev.len() {
+                for c in [
+                    b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
+                    0x1f, b'x', b'e', b'n',
+                ] {
+                    let mut m = base.as_bytes().to_vec();
+                    m[at] = c;
+                    let Ok(m) = String::from_utf8(m) else {
+                        continue;
+                    };
+                    tried += 1;
+                    let n = plain::BY_LAYOUT.with(std::cell::Cell::get);
+                    plain_by_layout_as_by_members(&m, 0, s);
+                    layout_read += plain::BY_LAYOUT.with(std::cell::Cell::get) - n;
+                    // Back to the layout of the event unchanged.
+                    let (mut e, mut p) = (RawEvent::default(), Vec::new());
+                    plain::event(&base, 0, s, &mut p, &mut e);
+                }
+            }
+        }
+        assert!(
+            layout_read * 3 > tried && layout_read < tried,
+            "{layout_read} of {tried}"
+        );
     }
 
     #[test]

@@ -1,47 +1,47 @@
-//! Left-out events skimmed by the layout of the last one of their kind.
+//! Events read by the layout of the last one of their kind.
 //!
 //! A profiler writes every event of a kind (a phase and a category) with the same members in the
 //! same order and the same white space around them, `, "name": ` then `, "pid": ` and so on;
-//! only the values change. The member-by-member skim ([`super::skim_members`]) finds that
+//! only the values change. The member-by-member readers (the skim of left-out events,
+//! [`super::skim_members`], and the plain reader of the others, [`super::plain`]) find that
 //! layout again in every event, a byte at a time between the values. Here the text between one
 //! value and the next is compared, whole, with what it was in the last event of the kind that
-//! skim read, and only the values are read (as that skim reads them). Where the text differs
-//! (another layout, or anything that skim would take otherwise), that skim reads the event from
-//! its start, and the event's layout becomes its kind's.
+//! reader read, and only the values are read (by the same code). Where the text differs
+//! (another layout, or anything that reader would take otherwise), it reads the event from its
+//! start, and the event's layout becomes its kind's.
 //!
-//! Why it finds what that skim finds: between two values that skim looks only at the bytes
-//! there (white space, a comma, the key, a colon) and stops at the value's first byte; the same
-//! bytes lead it to the same key and the same place, and the values are read by the same code.
-//! Only layouts of events it read without anything to check further (no escapes, no `stream`)
-//! are kept.
+//! Why it reads what that reader reads: between two values it looks only at the bytes there
+//! (white space, a comma, the key, a colon) and stops at the value's first byte; the same bytes
+//! lead it to the same key and the same place. Only layouts of events it read whole are kept
+//! (for the skim, events without anything to check further: no escapes, no `stream`).
 //!
-//! Why: the NCCL sample's 27,946 left-out events (operator slices and flow arrows) cost that skim
-//! about 2,100 instructions each, a quarter of its first answer, most of them spent between the
-//! values.
+//! Why: the NCCL sample's 27,946 left-out events (operator slices and flow arrows) cost the
+//! skim about 2,100 instructions each, a quarter of its first answer, most of them between the
+//! values; its 12,627 events read in full cost the plain reader about 4,000 each.
 
 use std::cell::RefCell;
 
-use super::{ends_scalar, nested, plain, skim_members_noting, skim_string, Noted, Skimmed, Slot};
+use super::{ends_scalar, nested, plain, skim_members_noting, skim_string, stops};
+use super::{Noted, Skimmed, Slot};
 
 /// The longest text between two values a layout keeps (`,\n    "args": ` is 14 bytes).
 const MAX_GAP: usize = 32;
 /// The most members a layout keeps.
-const MAX_MEMBERS: usize = 16;
-/// Kinds of events whose layouts are kept at once (Kineto leaves out operator slices and two
-/// phases of flow arrows).
-const KINDS: usize = 4;
+const MAX_MEMBERS: usize = 24;
+/// Kinds of events whose layouts are kept at once.
+const KINDS: usize = 8;
 
-/// The text before a value (or before the end of the object), as it was.
+/// The text before a value (or before the end of the object), as it was, and what the member's
+/// key means to the reader (`tag`).
 #[derive(Clone, Copy)]
-struct Gap {
+pub(super) struct Gap<T> {
     bytes: [u8; MAX_GAP],
     len: u8,
-    /// What the skim keeps of the member's value, by its key.
-    slot: Slot,
+    pub tag: T,
 }
 
-impl Gap {
-    fn of(text: &str, n: Noted) -> Option<Gap> {
+impl<T: Copy> Gap<T> {
+    fn of(text: &str, n: Noted, tag: &impl Fn(&str) -> T) -> Option<Gap<T>> {
         let len = n.value.checked_sub(n.from)?;
         if len > MAX_GAP {
             return None;
@@ -51,14 +51,19 @@ impl Gap {
         Some(Gap {
             bytes,
             len: len as u8,
-            slot: Slot::of(text.get(n.key.0..n.key.1)?),
+            tag: tag(text.get(n.key.0..n.key.1)?),
         })
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
     }
 
     /// Whether the text at `b[i]` starts with this gap.
     #[inline]
-    fn at(&self, b: &[u8], i: usize) -> bool {
-        let n = usize::from(self.len);
+    pub fn at(&self, b: &[u8], i: usize) -> bool {
+        let n = self.len();
         #[cfg(target_arch = "x86_64")]
         if let Some(w) = b.get(i..i + MAX_GAP) {
             use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
@@ -82,14 +87,141 @@ impl Gap {
     }
 }
 
-struct Layout {
+pub(super) struct Layout<T> {
     ph: String,
     cat: Option<String>,
-    members: Vec<Gap>,
-    close: Gap,
+    /// The members after those the kind is known by.
+    pub members: Vec<Gap<T>>,
+    pub close: Gap<T>,
 }
 
-impl Layout {
+/// The layouts of the kinds of events read lately.
+pub(super) struct Layouts<T> {
+    kinds: Vec<Layout<T>>,
+    /// The next to give up when a new kind comes.
+    next: usize,
+}
+
+impl<T> Default for Layouts<T> {
+    fn default() -> Self {
+        Layouts {
+            kinds: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+impl<T: Copy> Layouts<T> {
+    #[inline]
+    pub fn find(&self, ph: &str, cat: Option<&str>) -> Option<&Layout<T>> {
+        self.kinds
+            .iter()
+            .find(|l| l.ph == ph && l.cat.as_deref() == cat)
+    }
+
+    /// Keeps the layout `notes` found (the members after the first ones, then the end of the
+    /// object) as the kind's.
+    pub fn learn(
+        &mut self,
+        text: &str,
+        ph: &str,
+        cat: Option<&str>,
+        notes: &[Noted],
+        tag: impl Fn(&str) -> T,
+    ) {
+        let at = self
+            .kinds
+            .iter()
+            .position(|l| l.ph == ph && l.cat.as_deref() == cat);
+        let layout = match notes.split_last() {
+            Some((&close, members)) if members.len() <= MAX_MEMBERS => {
+                let members: Option<Vec<Gap<T>>> =
+                    members.iter().map(|&n| Gap::of(text, n, &tag)).collect();
+                members
+                    .zip(Gap::of(text, close, &tag))
+                    .map(|(members, close)| Layout {
+                        ph: ph.to_string(),
+                        cat: cat.map(str::to_string),
+                        members,
+                        close,
+                    })
+            }
+            _ => None,
+        };
+        match (at, layout) {
+            (Some(at), Some(l)) => self.kinds[at] = l,
+            (Some(at), None) => {
+                self.kinds.swap_remove(at);
+            }
+            (None, Some(l)) if self.kinds.len() < KINDS => self.kinds.push(l),
+            (None, Some(l)) => {
+                self.kinds[self.next] = l;
+                self.next = (self.next + 1) % KINDS;
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// `{"ph": "X", "cat": "kernel"` at `text[at]`, as Kineto begins a slice (strings without
+/// escapes; any white space): the position past the category's value, the phase and the
+/// category.
+pub(super) fn ph_and_cat(text: &str, at: usize) -> Option<(usize, &str, &str)> {
+    let b = text.as_bytes();
+    if b.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut l = Look { t: text, i: at + 1 };
+    if !(l.lit(b"\"ph\"") && l.lit(b":")) {
+        return None;
+    }
+    let ph = l.string()?;
+    if !(l.lit(b",") && l.lit(b"\"cat\"") && l.lit(b":")) {
+        return None;
+    }
+    let cat = l.string()?;
+    Some((l.i, ph, cat))
+}
+
+/// A quick look at an event's first members.
+pub(super) struct Look<'a> {
+    pub t: &'a str,
+    pub i: usize,
+}
+
+impl<'a> Look<'a> {
+    fn ws(&mut self) {
+        self.i = stops::ws(self.t.as_bytes(), self.i);
+    }
+
+    /// The bytes `s` after white space (compared as one array, not through `memcmp`).
+    pub fn lit<const N: usize>(&mut self, s: &[u8; N]) -> bool {
+        self.ws();
+        let at = self.t.as_bytes().get(self.i..self.i + N);
+        let ok = at.and_then(|w| <&[u8; N]>::try_from(w).ok()) == Some(s);
+        self.i += N;
+        ok
+    }
+
+    /// A string without escapes after white space (its text is its value).
+    pub fn string(&mut self) -> Option<&'a str> {
+        self.ws();
+        let b = self.t.as_bytes();
+        if b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let from = self.i + 1;
+        let end = stops::string_stop(b, from)?;
+        if b[end] != b'"' {
+            return None;
+        }
+        self.i = end + 1;
+        // Both ends are quotes: boundaries of characters.
+        self.t.get(from..end)
+    }
+}
+
+impl Layout<Slot> {
     /// The members from just past the value at `i` to the end of the object, when the text
     /// between the values is as this layout has it; `None` where it is not.
     fn skim<'a>(&self, text: &'a str, mut i: usize, mut out: Skimmed<'a>) -> Option<Skimmed<'a>> {
@@ -100,8 +232,8 @@ impl Layout {
             if !g.at(b, i) {
                 return None;
             }
-            let slot = g.slot;
-            i += usize::from(g.len);
+            let slot = g.tag;
+            i += g.len();
             // The value, as the member-by-member skim reads it.
             match *b.get(i)? {
                 b'"' => {
@@ -125,34 +257,32 @@ impl Layout {
         if !self.close.at(b, i) {
             return None;
         }
-        out.end = i + usize::from(self.close.len);
+        out.end = i + self.close.len();
         Some(out)
     }
 }
 
-/// The layouts of the kinds of events skimmed lately (on this thread).
+/// The skim's layouts (on this thread), and its notes.
 #[derive(Default)]
-pub(super) struct Layouts {
-    kinds: Vec<Layout>,
-    /// The next to give up when a new kind comes.
-    next: usize,
+pub(super) struct Skims {
+    layouts: Layouts<Slot>,
     notes: Vec<Noted>,
 }
 
 thread_local! {
-    static LAYOUTS: RefCell<Layouts> = RefCell::new(Layouts::default());
+    static SKIMS: RefCell<Skims> = RefCell::new(Skims::default());
 }
 
 /// [`super::skim_members`] of the event whose first members (found by `worth_skimming`) end at
 /// `i`, by its kind's layout where the text follows it.
 pub(super) fn skim<'a>(text: &'a str, i: usize, first: Skimmed<'a>) -> Option<Skimmed<'a>> {
-    LAYOUTS.with(|l| match l.try_borrow_mut() {
+    SKIMS.with(|l| match l.try_borrow_mut() {
         Ok(mut l) => l.skim(text, i, first),
         Err(_) => super::skim_members(text, i, first, true),
     })
 }
 
-impl Layouts {
+impl Skims {
     /// By the kind's layout only: `None` where there is none or the text does not follow it.
     pub(super) fn quick<'a>(
         &self,
@@ -160,10 +290,8 @@ impl Layouts {
         i: usize,
         first: Skimmed<'a>,
     ) -> Option<Skimmed<'a>> {
-        let (ph, cat) = (first.ph.unwrap_or(""), first.cat);
-        self.kinds
-            .iter()
-            .find(|l| l.ph == ph && l.cat.as_deref() == cat)?
+        self.layouts
+            .find(first.ph.unwrap_or(""), first.cat)?
             .skim(text, i, first)
     }
 
@@ -180,44 +308,10 @@ impl Layouts {
         notes.clear();
         let k = skim_members_noting(text, i, first, true, |n| notes.push(n));
         if k.is_some_and(|k| !k.read_in_full) {
-            self.learn(text, first, &notes);
+            let ph = first.ph.unwrap_or("");
+            self.layouts.learn(text, ph, first.cat, &notes, Slot::of);
         }
         self.notes = notes;
         k
-    }
-
-    /// Keeps the layout `notes` found as its kind's.
-    fn learn(&mut self, text: &str, first: Skimmed<'_>, notes: &[Noted]) {
-        let (ph, cat) = (first.ph.unwrap_or(""), first.cat);
-        let at = self
-            .kinds
-            .iter()
-            .position(|l| l.ph == ph && l.cat.as_deref() == cat);
-        let layout = match notes.split_last() {
-            Some((&close, members)) if members.len() <= MAX_MEMBERS => {
-                let members: Option<Vec<Gap>> = members.iter().map(|&n| Gap::of(text, n)).collect();
-                members
-                    .zip(Gap::of(text, close))
-                    .map(|(members, close)| Layout {
-                        ph: ph.to_string(),
-                        cat: cat.map(str::to_string),
-                        members,
-                        close,
-                    })
-            }
-            _ => None,
-        };
-        match (at, layout) {
-            (Some(at), Some(l)) => self.kinds[at] = l,
-            (Some(at), None) => {
-                self.kinds.swap_remove(at);
-            }
-            (None, Some(l)) if self.kinds.len() < KINDS => self.kinds.push(l),
-            (None, Some(l)) => {
-                self.kinds[self.next] = l;
-                self.next = (self.next + 1) % KINDS;
-            }
-            (None, None) => {}
-        }
     }
 }

@@ -8,8 +8,10 @@
 //! Why: serde_json's general path (a deserializer per event, keys matched through a visitor,
 //! `args` values through `RawValue`) was a third of a PyTorch trace's import.
 
+use super::layout::{Layout, Layouts};
+
 use super::stops::{digits_end, string_stop, ws};
-use super::{Pair, Raw, RawEvent, Skip};
+use super::{Noted, Pair, Raw, RawEvent, Skip};
 use std::borrow::Cow;
 
 /// Values nested deeper than this are left to serde_json (its own limit is 128).
@@ -28,11 +30,132 @@ pub(super) fn event<'a>(
     e: &mut RawEvent<'a>,
 ) -> Option<usize> {
     let first = pairs.len();
-    let read = read(text, at, skip, pairs, first, e);
+    // `{"ph": "X", "cat": "kernel"`, as Kineto writes slices: the rest by the layout of the last
+    // event of that kind, where the text follows it.
+    let head = super::layout::ph_and_cat(text, at);
+    if let Some((i, ph, cat)) = head {
+        let end = LAYOUTS.with(|l| {
+            let l = l.try_borrow().ok()?;
+            let lay = l.find(ph, Some(cat))?;
+            e.ph = Some(Cow::Borrowed(ph));
+            e.cat = Some(Cow::Borrowed(cat));
+            by_layout(text, i, lay, skip, pairs, first, e)
+        });
+        if end.is_some() {
+            #[cfg(test)]
+            BY_LAYOUT.with(|n| n.set(n.get() + 1));
+            return end;
+        }
+        pairs.truncate(first);
+        *e = RawEvent::default();
+    }
+    let mut notes = NOTES.with(|n| std::mem::take(&mut *n.borrow_mut()));
+    notes.clear();
+    let read = read(text, at, skip, pairs, first, e, |n| notes.push(n));
+    match (read, head) {
+        (None, _) => pairs.truncate(first),
+        // Its first two members were `ph` and `cat`: the rest is the kind's layout.
+        (Some(_), Some((_, ph, cat))) if notes.len() >= 3 => LAYOUTS.with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.learn(text, ph, Some(cat), &notes[2..], |key| Field::of(key) as u8);
+            }
+        }),
+        _ => {}
+    }
+    NOTES.with(|n| *n.borrow_mut() = notes);
+    read
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Events read by a layout on this thread.
+    pub(super) static BY_LAYOUT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// [`event`] member by member, no layout used or kept.
+#[cfg(test)]
+pub(super) fn event_by_members<'a>(
+    text: &'a str,
+    at: usize,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+    e: &mut RawEvent<'a>,
+) -> Option<usize> {
+    let first = pairs.len();
+    let read = read(text, at, skip, pairs, first, e, |_| {});
     if read.is_none() {
         pairs.truncate(first);
     }
     read
+}
+
+thread_local! {
+    static LAYOUTS: std::cell::RefCell<Layouts<u8>> = std::cell::RefCell::new(Layouts::default());
+    static NOTES: std::cell::RefCell<Vec<Noted>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The event's members after `ph` and `cat` (from `i`, just past the value of `cat`) by the
+/// layout `lay`; `None` where the text does not follow it.
+fn by_layout<'a>(
+    text: &'a str,
+    mut i: usize,
+    lay: &Layout<u8>,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+    first: usize,
+    e: &mut RawEvent<'a>,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    // Each field once, as the layout was read (`ph` and `cat` are not among them).
+    for g in &lay.members {
+        if !g.at(b, i) {
+            return None;
+        }
+        i = value(text, i + g.len(), g.tag, skip, pairs, e)?;
+    }
+    if !lay.close.at(b, i) {
+        return None;
+    }
+    left_out(skip, pairs, first, e);
+    Some(i + lay.close.len())
+}
+
+/// The fields a plain event's members set, by their keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Field {
+    Ph = 0,
+    Name = 1,
+    Cat = 2,
+    Bp = 3,
+    Pid = 4,
+    Tid = 5,
+    Ts = 6,
+    Dur = 7,
+    Id = 8,
+    Id2 = 9,
+    Args = 10,
+    Other = 15,
+}
+
+impl Field {
+    #[inline]
+    fn of(key: &str) -> Field {
+        match key {
+            "ph" => Field::Ph,
+            "name" => Field::Name,
+            "cat" => Field::Cat,
+            "bp" => Field::Bp,
+            "pid" => Field::Pid,
+            "tid" => Field::Tid,
+            "ts" => Field::Ts,
+            "dur" => Field::Dur,
+            "id" => Field::Id,
+            "id2" => Field::Id2,
+            "args" => Field::Args,
+            _ => Field::Other,
+        }
+    }
 }
 
 fn read<'a>(
@@ -42,6 +165,7 @@ fn read<'a>(
     pairs: &mut Vec<Pair<'a>>,
     first: usize,
     e: &mut RawEvent<'a>,
+    mut note: impl FnMut(Noted),
 ) -> Option<usize> {
     let b = text.as_bytes();
     if b.get(at) != Some(&b'{') {
@@ -53,77 +177,23 @@ fn read<'a>(
     }
     // One bit per field read, to leave repeated ones to the general path (an error there).
     let mut seen = 0u16;
+    let mut from = at + 1;
     loop {
         let (k0, k1, v) = member_key(b, i)?;
-        i = v;
-        let field = match &text[k0..k1] {
-            "ph" => 0,
-            "name" => 1,
-            "cat" => 2,
-            "bp" => 3,
-            "pid" => 4,
-            "tid" => 5,
-            "ts" => 6,
-            "dur" => 7,
-            "id" => 8,
-            "id2" => 9,
-            "args" => 10,
-            _ => 15,
-        };
+        note(Noted {
+            from,
+            key: (k0, k1),
+            value: v,
+        });
+        let field = Field::of(&text[k0..k1]) as u8;
         if field < 15 {
             if seen & (1 << field) != 0 {
                 return None;
             }
             seen |= 1 << field;
         }
-        match field {
-            0..=3 => {
-                let v = if is_null(b, i) {
-                    i += 4;
-                    None
-                } else {
-                    let (s0, s1) = plain_string(b, i)?;
-                    i = s1 + 1;
-                    Some(Cow::Borrowed(&text[s0..s1]))
-                };
-                match field {
-                    0 => e.ph = v,
-                    1 => e.name = v,
-                    2 => e.cat = v,
-                    _ => e.bp = v,
-                }
-            }
-            4..=9 => {
-                let end = value_end(b, i, 0)?;
-                let v = (!is_null(b, i)).then(|| Raw(&text[i..end]));
-                i = end;
-                match field {
-                    4 => e.pid = v,
-                    5 => e.tid = v,
-                    6 => e.ts = v,
-                    7 => e.dur = v,
-                    8 => e.id = v,
-                    _ => e.id2 = v,
-                }
-            }
-            10 => {
-                if is_null(b, i) {
-                    i += 4;
-                } else {
-                    let from = pairs.len() as u32;
-                    // A slice's args the read does not keep are checked, not kept (for other
-                    // phases, and where `ph` comes after `args`, the importer leaves them out).
-                    let keep = skip
-                        .and_then(|s| s.args_kept)
-                        .filter(|_| e.ph.as_deref() == Some("X"));
-                    let (end, left_out) = args(text, i, pairs, keep)?;
-                    i = end;
-                    e.args = Some((from, pairs.len() as u32));
-                    e.args_left_out = left_out;
-                }
-            }
-            _ => i = value_end(b, i, 0)?,
-        }
+        i = value(text, v, field, skip, pairs, e)?;
+        from = i;
         i = ws(b, i);
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
@@ -131,6 +201,81 @@ fn read<'a>(
             _ => return None,
         }
     }
+    note(Noted {
+        from,
+        key: (i, i),
+        value: i + 1,
+    });
+    left_out(skip, pairs, first, e);
+    Some(i + 1)
+}
+
+/// Reads the value at `text[i]` of the member that sets `field` (a [`Field`]) into `e`; the
+/// position past it.
+#[inline]
+fn value<'a>(
+    text: &'a str,
+    mut i: usize,
+    field: u8,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+    e: &mut RawEvent<'a>,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    match field {
+        0..=3 => {
+            let v = if is_null(b, i) {
+                i += 4;
+                None
+            } else {
+                let (s0, s1) = plain_string(b, i)?;
+                i = s1 + 1;
+                Some(Cow::Borrowed(&text[s0..s1]))
+            };
+            match field {
+                0 => e.ph = v,
+                1 => e.name = v,
+                2 => e.cat = v,
+                _ => e.bp = v,
+            }
+        }
+        4..=9 => {
+            let end = value_end(b, i, 0)?;
+            let v = (!is_null(b, i)).then(|| Raw(&text[i..end]));
+            i = end;
+            match field {
+                4 => e.pid = v,
+                5 => e.tid = v,
+                6 => e.ts = v,
+                7 => e.dur = v,
+                8 => e.id = v,
+                _ => e.id2 = v,
+            }
+        }
+        10 => {
+            if is_null(b, i) {
+                i += 4;
+            } else {
+                let from = pairs.len() as u32;
+                // A slice's args the read does not keep are checked, not kept (for other
+                // phases, and where `ph` comes after `args`, the importer leaves them out).
+                let keep = skip
+                    .and_then(|s| s.args_kept)
+                    .filter(|_| e.ph.as_deref() == Some("X"));
+                let (end, left_out) = args(text, i, pairs, keep)?;
+                i = end;
+                e.args = Some((from, pairs.len() as u32));
+                e.args_left_out = left_out;
+            }
+        }
+        _ => i = value_end(b, i, 0)?,
+    }
+    Some(i)
+}
+
+/// Marks the event read (its args from `pairs[first]` on) left out when `skip` leaves it out.
+#[inline]
+fn left_out(skip: Option<Skip>, pairs: &mut Vec<Pair<'_>>, first: usize, e: &mut RawEvent<'_>) {
     if let (Some(skip), Some(ph), Some(cat)) = (skip, &e.ph, &e.cat) {
         // As the general path: an event with a `stream` arg is always kept.
         if skip.wants_skipped(ph, cat) && !pairs[first..].iter().any(|(k, _)| k == "stream") {
@@ -140,7 +285,6 @@ fn read<'a>(
             e.skipped = true;
         }
     }
-    Some(i + 1)
 }
 
 /// The `args` object at `b[i]` (a `{`), its pairs appended to `pairs` (with `keep`, only those
