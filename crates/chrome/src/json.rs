@@ -1880,19 +1880,8 @@ mod tests {
             flow_cats: &["ac2g", "fwdbwd", "async_cpu_to_gpu"],
             args_kept: None,
         };
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
         let (mut looked, mut quick) = (0, 0);
-        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            let p = f.path();
-            if !p.to_string_lossy().ends_with(".json.gz") {
-                continue;
-            }
-            let mut t = String::new();
-            std::io::Read::read_to_string(
-                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
-                &mut t,
-            )
-            .expect("gunzip");
+        for t in fixture_traces() {
             let mut layouts = layout::Skims::default();
             for at in event_starts(&t) {
                 let Some((i, first)) = worth_skimming(&t, at, &skip) else {
@@ -1965,19 +1954,8 @@ mod tests {
             flow_cats: &["ac2g", "fwdbwd", "async_cpu_to_gpu"],
             args_kept: None,
         };
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
         let (mut events, mut skimmed) = (0, 0);
-        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            let p = f.path();
-            if !p.to_string_lossy().ends_with(".json.gz") {
-                continue;
-            }
-            let mut t = String::new();
-            std::io::Read::read_to_string(
-                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
-                &mut t,
-            )
-            .expect("gunzip");
+        for t in fixture_traces() {
             for at in event_starts(&t) {
                 events += 1;
                 skimmed += usize::from(skim_as_serde(&t, at, skip));
@@ -2040,6 +2018,26 @@ mod tests {
         assert!(read > 100, "{read}");
     }
 
+    /// The text of each committed PyTorch trace (`fixtures/pytorch/*.json.gz`).
+    fn fixture_traces() -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
+        let mut texts = Vec::new();
+        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let p = f.path();
+            if p.to_string_lossy().ends_with(".json.gz") {
+                let mut t = String::new();
+                std::io::Read::read_to_string(
+                    &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
+                    &mut t,
+                )
+                .expect("gunzip");
+                texts.push(t);
+            }
+        }
+        assert!(texts.len() >= 3, "{} traces", texts.len());
+        texts
+    }
+
     /// The objects of the events array of a trace (file text), by serde_json's reading.
     fn event_starts(text: &str) -> Vec<usize> {
         let mut c = Cursor {
@@ -2088,20 +2086,9 @@ mod tests {
             flow_cats: &["ac2g", "fwdbwd"],
             args_kept: Some(&["stream", "correlation"]),
         };
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
         let mut events = 0;
         let before = plain::BY_LAYOUT.with(std::cell::Cell::get);
-        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            let p = f.path();
-            if !p.to_string_lossy().ends_with(".json.gz") {
-                continue;
-            }
-            let mut t = String::new();
-            std::io::Read::read_to_string(
-                &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
-                &mut t,
-            )
-            .expect("gunzip");
+        for t in fixture_traces() {
             for at in event_starts(&t) {
                 for s in [None, Some(skip)] {
                     events += 1;
@@ -2158,20 +2145,7 @@ mod tests {
     #[test]
     fn plain_events_read_as_serde_json_reads_them() {
         let mut texts: Vec<String> = vec![TRICKY.to_string()];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch");
-        for f in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            let p = f.path();
-            if p.to_string_lossy().ends_with(".json.gz") {
-                let mut t = String::new();
-                std::io::Read::read_to_string(
-                    &mut flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open")),
-                    &mut t,
-                )
-                .expect("gunzip");
-                texts.push(t);
-            }
-        }
-        assert!(texts.len() >= 4, "{} traces", texts.len());
+        texts.extend(fixture_traces());
         let skip = Skip {
             complete_cats: &["cpu_op", "python_function"],
             flow_cats: &["ac2g", "fwdbwd"],
