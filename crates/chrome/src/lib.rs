@@ -1187,27 +1187,25 @@ fn encode_args(
         }
     }
     if kernel {
+        use std::fmt::Write;
         let get = |k: &str| map.iter().find(|x| x.0 == k).map(|x| x.1.get());
         let num = |k: &str| get(k).and_then(|t| t.parse::<f64>().ok());
-        let dims = |k: &str| -> Option<String> {
-            let v: Vec<i64> = serde_json::from_str(get(k)?).ok()?;
-            Some(v.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-        };
         let mut s = String::new();
+        // (Writing to a `String` cannot fail.)
         if let Some(r) = num("registers per thread") {
-            s.push_str(&format!("regs:{} ", r as i64));
+            let _ = write!(s, "regs:{} ", r as i64);
         }
         if let Some(m) = num("shared memory") {
-            s.push_str(&format!("static_shared:{} dynamic_shared:0 ", m as i64));
+            let _ = write!(s, "static_shared:{} dynamic_shared:0 ", m as i64);
         }
-        if let Some(g) = dims("grid") {
-            s.push_str(&format!("grid:{g} "));
+        if let Some(g) = get("grid").and_then(int_list) {
+            let _ = write!(s, "grid:{g} ");
         }
-        if let Some(b) = dims("block") {
-            s.push_str(&format!("block:{b} "));
+        if let Some(b) = get("block").and_then(int_list) {
+            let _ = write!(s, "block:{b} ");
         }
         if let Some(o) = num("est. achieved occupancy %") {
-            s.push_str(&format!("occ_pct:{o}"));
+            let _ = write!(s, "occ_pct:{o}");
         }
         let s = s.trim_end();
         if !s.is_empty() {
@@ -1217,6 +1215,40 @@ fn encode_args(
         }
     }
     0
+}
+
+/// The integers of the JSON array `raw` (`[512, 1, 1]`) joined by commas (`512,1,1`); `None`
+/// for anything else (other values in it, or not an array). What serde_json reading it as
+/// `Vec<i64>` and a `join` gave, without either (a kernel's grid and block were most of its
+/// import).
+fn int_list(raw: &str) -> Option<String> {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let inner = raw.trim_matches(ws).strip_prefix('[')?.strip_suffix(']')?;
+    let mut out = String::new();
+    if inner.trim_matches(ws).is_empty() {
+        return Some(out);
+    }
+    for (k, item) in inner.split(',').enumerate() {
+        let n = item.trim_matches(ws);
+        // A JSON integer: no `+`, no leading zeros, no fraction or exponent (and not `-0`,
+        // which serde_json reads as a float).
+        let digits = n.strip_prefix('-').unwrap_or(n).as_bytes();
+        let json = match digits {
+            [b'0'] => digits.len() == n.len(),
+            [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+            _ => false,
+        };
+        if !json {
+            return None;
+        }
+        let v: i64 = n.parse().ok()?;
+        if k > 0 {
+            out.push(',');
+        }
+        use std::fmt::Write;
+        let _ = write!(out, "{v}");
+    }
+    Some(out)
 }
 
 /// One arg as a stat (`correlation` adds `correlation_id`).
@@ -1254,6 +1286,49 @@ fn fnv(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel's grid and block read as serde_json reads them into `Vec<i64>`, joined by commas:
+    /// on the forms Kineto writes and on every other form nearby (floats, exponents, `+`, leading
+    /// zeros, empty items, nesting, strings, overflow, white space of JSON and not).
+    #[test]
+    fn int_lists_as_serde_json_reads_them() {
+        let serde = |t: &str| -> Option<String> {
+            let v: Vec<i64> = serde_json::from_str(t).ok()?;
+            Some(v.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        };
+        let cases = [
+            "[512, 1, 1]",
+            "[1,2,3]",
+            "[]",
+            "[ ]",
+            " [ 7 ] ",
+            "[\n1,\t2\r]",
+            "[-0]",
+            "[-5, 0, 9223372036854775807, -9223372036854775808]",
+            "[9223372036854775808]",
+            "[-9223372036854775809]",
+            "[1.0]",
+            "[1e2]",
+            "[+1]",
+            "[01]",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[[1]]",
+            "[\"1\"]",
+            "[null]",
+            "[-]",
+            "[1]x",
+            "{}",
+            "[\u{a0}1]",
+            "1",
+            "",
+        ];
+        for c in cases {
+            assert_eq!(int_list(c), serde(c), "{c:?}");
+        }
+        assert_eq!(int_list("[512, 1, 1]").as_deref(), Some("512,1,1"));
+    }
 
     /// The block search finds the slice a scan back over every slice finds, for every place and
     /// time, on tracks of nested, overlapping and far-apart slices across several blocks.
