@@ -239,14 +239,68 @@ struct Ids {
     /// Categories and kept args' keys: few strings, each interned for many events, found here by
     /// comparing them (a short list) instead of hashing them again.
     few: Vec<(Box<str>, StrId)>,
+    /// Short strings (1 to 16 bytes: most args' keys) by their length and bytes, which those
+    /// numbers hold whole ([`Ids::short`]); `None` until the first.
+    short: Option<Box<[ShortKey; SHORT]>>,
 }
 
 /// How many strings [`Ids::few`] holds.
 const FEW: usize = 16;
 
+/// Slots of [`Ids::short`].
+const SHORT: usize = 64;
+
+/// A string of 1 to 16 bytes as its length, its first eight bytes and its last eight (zeros
+/// past the end of a shorter one): together they are the whole string.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct ShortKey {
+    len: u8,
+    head: u64,
+    tail: u64,
+    id: StrId,
+}
+
 impl Ids {
     fn of(slot: &mut Option<StrId>, p: &mut Profile, s: &str) -> StrId {
         *slot.get_or_insert_with(|| p.strings.intern(s))
+    }
+
+    /// `s` interned; a short one found in a table of [`SHORT`] slots indexed by its bytes
+    /// (no hashing of the string, no string compare), else through the profile's strings.
+    fn short(&mut self, p: &mut Profile, s: &str) -> StrId {
+        let b = s.as_bytes();
+        let n = b.len();
+        if !(1..=16).contains(&n) {
+            return p.strings.intern(s);
+        }
+        let word = |w: &[u8]| {
+            let mut x = [0u8; 8];
+            x[..w.len()].copy_from_slice(w);
+            u64::from_le_bytes(x)
+        };
+        let (head, tail) = if n >= 8 {
+            (word(&b[..8]), word(&b[n - 8..]))
+        } else {
+            (word(b), 0)
+        };
+        let slot = ((head ^ tail.rotate_left(17) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 58) as usize;
+        let table = self
+            .short
+            .get_or_insert_with(|| Box::new([ShortKey::default(); SHORT]));
+        let key = ShortKey {
+            len: n as u8,
+            head,
+            tail,
+            id: StrId(0),
+        };
+        let e = &mut table[slot % SHORT];
+        if (e.len, e.head, e.tail) == (key.len, key.head, key.tail) {
+            return e.id;
+        }
+        let id = p.strings.intern(s);
+        *e = ShortKey { id, ..key };
+        id
     }
 
     /// `s` interned: a category or a kept arg's key (the first [`FEW`] of them are kept here).
@@ -1253,7 +1307,7 @@ fn int_list(raw: &str) -> Option<String> {
 
 /// One arg as a stat (`correlation` adds `correlation_id`).
 fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>, ids: &mut Ids) {
-    let key = p.strings.intern(k);
+    let key = ids.short(p, k);
     let sv = raw_stat(p, v);
     encode_stat_arg(p, out, k, key, sv, ids);
 }
@@ -1286,6 +1340,47 @@ fn fnv(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strings interned through the table of short ones get the ids interning them directly
+    /// gives, in the same order, however their slots collide: keys of every length from 1 to
+    /// 20 bytes, differing in their first, middle or last byte, and many that differ only past
+    /// their first eight bytes, met in turn and again.
+    #[test]
+    fn short_strings_intern_as_the_profile_interns_them() {
+        let (mut a, mut b) = (Profile::default(), Profile::default());
+        let mut ids = Ids::default();
+        let mut keys = Vec::new();
+        for n in 1..=20usize {
+            for c in [b'a', b'b', b'z'] {
+                for at in [0, n / 2, n - 1] {
+                    let mut k = vec![b'k'; n];
+                    k[at] = c;
+                    keys.push(String::from_utf8(k).expect("ascii"));
+                }
+            }
+        }
+        // Many keys with the same length and first eight bytes, more than there are slots.
+        for n in 9..=16usize {
+            for t in 0..200 {
+                keys.push(format!("kkkkkkkk{t:0w$}", w = n - 8));
+            }
+        }
+        for round in 0..3 {
+            for (i, k) in keys.iter().enumerate() {
+                // Each round in another order.
+                let k = if round == 1 {
+                    &keys[keys.len() - 1 - i]
+                } else {
+                    k
+                };
+                assert_eq!(ids.short(&mut a, k), b.strings.intern(k), "{k}");
+            }
+        }
+        assert_eq!(a.strings.len(), b.strings.len());
+        for k in &keys {
+            assert_eq!(a.strings.find(k), b.strings.find(k), "{k}");
+        }
+    }
 
     /// A kernel's grid and block read as serde_json reads them into `Vec<i64>`, joined by commas:
     /// on the forms Kineto writes and on every other form nearby (floats, exponents, `+`, leading
