@@ -2077,8 +2077,8 @@ mod tests {
 
     /// The plain reader by layout reads as member by member: every event of the committed
     /// traces in turn, with and without a partial read's skip (the layouts reading most of
-    /// them), and every one-byte change of a kernel event read by the layout of the event
-    /// unchanged.
+    /// them), and every one-byte change of a kernel event and of a flow event read by the
+    /// layout of the event unchanged.
     #[test]
     fn plain_reads_by_layout_as_member_by_member() {
         let skip = Skip {
@@ -2108,11 +2108,12 @@ mod tests {
             r#""args": {"External id": 12353, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 57541, "registers per thread": 40, "shared memory": 400, "blocks per SM": 4.740741, "grid": [512, 1, 1], "block": [512, 1, 1], "est. achieved occupancy %": 100}"#,
             "\n  }"
         );
+        let flow = r#"{"ph": "f", "id": 57532, "pid": 2910249, "tid": 2919752, "ts": 4458676981028.392, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#;
         let next =
             r#"{"ph": "X", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}"#;
-        let base = format!("{ev},\n  {next}");
         let (mut tried, mut layout_read) = (0, 0);
-        for s in [None, Some(skip)] {
+        for (ev, s) in [(ev, None), (ev, Some(skip)), (flow, None)] {
+            let base = format!("{ev},\n  {next}");
             // The layout of the event unchanged.
             let (mut e, mut p) = (RawEvent::default(), Vec::new());
             assert!(plain::event(&base, 0, s, &mut p, &mut e).is_some());

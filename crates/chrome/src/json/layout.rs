@@ -163,10 +163,25 @@ impl<T: Copy> Layouts<T> {
     }
 }
 
-/// `{"ph": "X", "cat": "kernel"` at `text[at]`, as Kineto begins a slice (strings without
-/// escapes; any white space): the position past the category's value, the phase and the
-/// category.
-pub(super) fn ph_and_cat(text: &str, at: usize) -> Option<(usize, &str, &str)> {
+/// An event's first members as a profiler writes them, `{"ph": "X", "cat": "kernel"` (a slice)
+/// or `{"ph": "f"` and then another member (a flow's `cat` comes later): strings without escapes,
+/// any white space.
+pub(super) struct Head<'a> {
+    /// Just past the last value read.
+    pub end: usize,
+    pub ph: &'a str,
+    pub cat: Option<&'a str>,
+}
+
+impl Head<'_> {
+    /// How many members it read.
+    pub fn members(&self) -> usize {
+        1 + usize::from(self.cat.is_some())
+    }
+}
+
+/// The [`Head`] of the event at `text[at]`.
+pub(super) fn head(text: &str, at: usize) -> Option<Head<'_>> {
     let b = text.as_bytes();
     if b.get(at) != Some(&b'{') {
         return None;
@@ -176,11 +191,16 @@ pub(super) fn ph_and_cat(text: &str, at: usize) -> Option<(usize, &str, &str)> {
         return None;
     }
     let ph = l.string()?;
+    let end = l.i;
     if !(l.lit(b",") && l.lit(b"\"cat\"") && l.lit(b":")) {
-        return None;
+        return Some(Head { end, ph, cat: None });
     }
     let cat = l.string()?;
-    Some((l.i, ph, cat))
+    Some(Head {
+        end: l.i,
+        ph,
+        cat: Some(cat),
+    })
 }
 
 /// A quick look at an event's first members.

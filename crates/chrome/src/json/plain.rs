@@ -30,16 +30,17 @@ pub(super) fn event<'a>(
     e: &mut RawEvent<'a>,
 ) -> Option<usize> {
     let first = pairs.len();
-    // `{"ph": "X", "cat": "kernel"`, as Kineto writes slices: the rest by the layout of the last
-    // event of that kind, where the text follows it.
-    let head = super::layout::ph_and_cat(text, at);
-    if let Some((i, ph, cat)) = head {
+    // `{"ph": "X", "cat": "kernel"`, as Kineto writes slices (or `{"ph": "f"` and more, as it
+    // writes flows): the rest by the layout of the last event of that kind, where the text
+    // follows it.
+    let head = super::layout::head(text, at);
+    if let Some(h) = &head {
         let end = LAYOUTS.with(|l| {
             let l = l.try_borrow().ok()?;
-            let lay = l.find(ph, Some(cat))?;
-            e.ph = Some(Cow::Borrowed(ph));
-            e.cat = Some(Cow::Borrowed(cat));
-            by_layout(text, i, lay, skip, pairs, first, e)
+            let lay = l.find(h.ph, h.cat)?;
+            e.ph = Some(Cow::Borrowed(h.ph));
+            e.cat = h.cat.map(Cow::Borrowed);
+            by_layout(text, h.end, lay, skip, pairs, first, e)
         });
         if end.is_some() {
             #[cfg(test)]
@@ -54,10 +55,11 @@ pub(super) fn event<'a>(
     let read = read(text, at, skip, pairs, first, e, |n| notes.push(n));
     match (read, head) {
         (None, _) => pairs.truncate(first),
-        // Its first two members were `ph` and `cat`: the rest is the kind's layout.
-        (Some(_), Some((_, ph, cat))) if notes.len() >= 3 => LAYOUTS.with(|l| {
+        // Its first members were those of its head: the rest is the kind's layout.
+        (Some(_), Some(h)) if notes.len() > h.members() => LAYOUTS.with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
-                l.learn(text, ph, Some(cat), &notes[2..], |key| Field::of(key) as u8);
+                let rest = &notes[h.members()..];
+                l.learn(text, h.ph, h.cat, rest, |key| Field::of(key) as u8);
             }
         }),
         _ => {}
@@ -94,7 +96,7 @@ thread_local! {
     static NOTES: std::cell::RefCell<Vec<Noted>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The event's members after `ph` and `cat` (from `i`, just past the value of `cat`) by the
+/// The event's members after its head (from `i`, just past the head's last value) by the
 /// layout `lay`; `None` where the text does not follow it.
 fn by_layout<'a>(
     text: &'a str,
@@ -106,7 +108,7 @@ fn by_layout<'a>(
     e: &mut RawEvent<'a>,
 ) -> Option<usize> {
     let b = text.as_bytes();
-    // Each field once, as the layout was read (`ph` and `cat` are not among them).
+    // Each field once, as the layout was read (the head's are not among them).
     for g in &lay.members {
         if !g.at(b, i) {
             return None;
