@@ -239,7 +239,7 @@ struct Ids {
     /// Categories and kept args' keys: few strings, each interned for many events, found here by
     /// comparing them (a short list) instead of hashing them again.
     few: Vec<(Box<str>, StrId)>,
-    /// Short strings (1 to 16 bytes: most args' keys) by their length and bytes, which those
+    /// Short strings (1 to 32 bytes: most args' keys) by their length and bytes, which those
     /// numbers hold whole ([`Ids::short`]); `None` until the first.
     short: Option<Box<[ShortKey; SHORT]>>,
 }
@@ -248,15 +248,17 @@ struct Ids {
 const FEW: usize = 16;
 
 /// Slots of [`Ids::short`].
-const SHORT: usize = 64;
+const SHORT: usize = 256;
 
-/// A string of 1 to 16 bytes as its length, its first eight bytes and its last eight (zeros
-/// past the end of a shorter one): together they are the whole string.
+/// A string of 1 to 32 bytes as its length, its first eight bytes and its last eight, and (past
+/// 16 bytes) the eight after its first eight and the eight before its last eight (zeros past
+/// the end of a shorter one): together they are the whole string.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct ShortKey {
     len: u8,
     head: u64,
     tail: u64,
+    mid: (u64, u64),
     id: StrId,
 }
 
@@ -270,7 +272,7 @@ impl Ids {
     fn short(&mut self, p: &mut Profile, s: &str) -> StrId {
         let b = s.as_bytes();
         let n = b.len();
-        if !(1..=16).contains(&n) {
+        if !(1..=32).contains(&n) {
             return p.strings.intern(s);
         }
         let word = |w: &[u8]| {
@@ -283,8 +285,14 @@ impl Ids {
         } else {
             (word(b), 0)
         };
-        let slot = ((head ^ tail.rotate_left(17) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            >> 58) as usize;
+        let mid = if n > 16 {
+            (word(&b[8..16]), word(&b[n - 16..n - 8]))
+        } else {
+            (0, 0)
+        };
+        let slot = ((head ^ tail.rotate_left(17) ^ mid.0.rotate_left(31) ^ n as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 56) as usize;
         let table = self
             .short
             .get_or_insert_with(|| Box::new([ShortKey::default(); SHORT]));
@@ -292,14 +300,23 @@ impl Ids {
             len: n as u8,
             head,
             tail,
+            mid,
             id: StrId(0),
         };
-        let e = &mut table[slot % SHORT];
-        if (e.len, e.head, e.tail) == (key.len, key.head, key.tail) {
-            return e.id;
+        // Slots go in pairs, and a string may be in either of the pair its bytes index: the
+        // first holds the last string met, the second the one before it (so two strings met in
+        // turn that index one pair are both kept).
+        let pair = (slot % SHORT) & !1;
+        let same =
+            |e: &ShortKey| (e.len, e.head, e.tail, e.mid) == (key.len, key.head, key.tail, key.mid);
+        for at in [pair, pair + 1] {
+            if same(&table[at]) {
+                return table[at].id;
+            }
         }
         let id = p.strings.intern(s);
-        *e = ShortKey { id, ..key };
+        table[pair + 1] = table[pair];
+        table[pair] = ShortKey { id, ..key };
         id
     }
 
@@ -1241,25 +1258,28 @@ fn encode_args(
         }
     }
     if kernel {
-        use std::fmt::Write;
         let get = |k: &str| map.iter().find(|x| x.0 == k).map(|x| x.1.get());
-        let num = |k: &str| get(k).and_then(|t| t.parse::<f64>().ok());
-        let mut s = String::new();
-        // (Writing to a `String` cannot fail.)
-        if let Some(r) = num("registers per thread") {
-            let _ = write!(s, "regs:{} ", r as i64);
+        // (Room for the details of any kernel seen: one allocation.)
+        let mut s = String::with_capacity(128);
+        // As `r as i64` of the number read as a float (and, for the occupancy, the float as
+        // displayed): an integer written plainly is copied as it is written.
+        if let Some(r) = get("registers per thread") {
+            number_into(&mut s, "regs:", r, true);
         }
-        if let Some(m) = num("shared memory") {
-            let _ = write!(s, "static_shared:{} dynamic_shared:0 ", m as i64);
+        if let Some(m) = get("shared memory") {
+            if number_into(&mut s, "static_shared:", m, true) {
+                s.truncate(s.len() - 1);
+                s.push_str(" dynamic_shared:0 ");
+            }
         }
-        if let Some(g) = get("grid").and_then(int_list) {
-            let _ = write!(s, "grid:{g} ");
+        if let Some(g) = get("grid") {
+            list_into(&mut s, "grid:", g);
         }
-        if let Some(b) = get("block").and_then(int_list) {
-            let _ = write!(s, "block:{b} ");
+        if let Some(b) = get("block") {
+            list_into(&mut s, "block:", b);
         }
-        if let Some(o) = num("est. achieved occupancy %") {
-            let _ = write!(s, "occ_pct:{o}");
+        if let Some(o) = get("est. achieved occupancy %") {
+            number_into(&mut s, "occ_pct:", o, false);
         }
         let s = s.trim_end();
         if !s.is_empty() {
@@ -1271,38 +1291,98 @@ fn encode_args(
     0
 }
 
+/// `raw` as a plain JSON integer of at most 15 digits (exact as an `f64`, which writes it as it
+/// is written); `None` for anything else (a fraction, an exponent, leading zeros, `-0`, white
+/// space, a string).
+fn plain_int(raw: &str) -> Option<&str> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw).as_bytes();
+    let ok = match digits {
+        [b'0'] => digits.len() == raw.len(),
+        [b'1'..=b'9', rest @ ..] => rest.len() < 15 && rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    ok.then_some(raw)
+}
+
+/// Appends `label`, the number `raw` and a space, as `{label}{v as i64} ` (with `int`) or
+/// `{label}{v}` of `v`, the number read as a float; nothing when it is not a number. Returns
+/// whether it appended.
+fn number_into(s: &mut String, label: &str, raw: &str, int: bool) -> bool {
+    use std::fmt::Write;
+    s.push_str(label);
+    if let Some(n) = plain_int(raw) {
+        s.push_str(n);
+    } else if let Ok(v) = raw.parse::<f64>() {
+        // (Writing to a `String` cannot fail.)
+        let _ = if int {
+            write!(s, "{}", v as i64)
+        } else {
+            write!(s, "{v}")
+        };
+    } else {
+        s.truncate(s.len() - label.len());
+        return false;
+    }
+    if int {
+        s.push(' ');
+    }
+    true
+}
+
+/// Appends `label`, the [`int_list`] of `raw` and a space; nothing when it is not one.
+fn list_into(s: &mut String, label: &str, raw: &str) {
+    let at = s.len();
+    s.push_str(label);
+    if int_list_into(s, raw) {
+        s.push(' ');
+    } else {
+        s.truncate(at);
+    }
+}
+
 /// The integers of the JSON array `raw` (`[512, 1, 1]`) joined by commas (`512,1,1`); `None`
 /// for anything else (other values in it, or not an array). What serde_json reading it as
 /// `Vec<i64>` and a `join` gave, without either (a kernel's grid and block were most of its
 /// import).
+#[cfg(test)]
 fn int_list(raw: &str) -> Option<String> {
-    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
-    let inner = raw.trim_matches(ws).strip_prefix('[')?.strip_suffix(']')?;
     let mut out = String::new();
+    int_list_into(&mut out, raw).then_some(out)
+}
+
+/// [`int_list`], appended to `out`; returns whether `raw` was such a list (when not, what it
+/// appended is left for the caller to cut).
+fn int_list_into(out: &mut String, raw: &str) -> bool {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let Some(inner) = raw
+        .trim_matches(ws)
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+    else {
+        return false;
+    };
     if inner.trim_matches(ws).is_empty() {
-        return Some(out);
+        return true;
     }
     for (k, item) in inner.split(',').enumerate() {
         let n = item.trim_matches(ws);
         // A JSON integer: no `+`, no leading zeros, no fraction or exponent (and not `-0`,
-        // which serde_json reads as a float).
+        // which serde_json reads as a float); within an `i64`, it is written as it reads.
         let digits = n.strip_prefix('-').unwrap_or(n).as_bytes();
         let json = match digits {
             [b'0'] => digits.len() == n.len(),
             [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
             _ => false,
         };
-        if !json {
-            return None;
+        if !json || n.parse::<i64>().is_err() {
+            return false;
         }
-        let v: i64 = n.parse().ok()?;
         if k > 0 {
             out.push(',');
         }
-        use std::fmt::Write;
-        let _ = write!(out, "{v}");
+        out.push_str(n);
     }
-    Some(out)
+    true
 }
 
 /// One arg as a stat (`correlation` adds `correlation_id`).
@@ -1343,14 +1423,14 @@ mod tests {
 
     /// Strings interned through the table of short ones get the ids interning them directly
     /// gives, in the same order, however their slots collide: keys of every length from 1 to
-    /// 20 bytes, differing in their first, middle or last byte, and many that differ only past
+    /// 40 bytes, differing in their first, middle or last byte, and many that differ only past
     /// their first eight bytes, met in turn and again.
     #[test]
     fn short_strings_intern_as_the_profile_interns_them() {
         let (mut a, mut b) = (Profile::default(), Profile::default());
         let mut ids = Ids::default();
         let mut keys = Vec::new();
-        for n in 1..=20usize {
+        for n in 1..=40usize {
             for c in [b'a', b'b', b'z'] {
                 for at in [0, n / 2, n - 1] {
                     let mut k = vec![b'k'; n];
@@ -1359,10 +1439,14 @@ mod tests {
                 }
             }
         }
-        // Many keys with the same length and first eight bytes, more than there are slots.
-        for n in 9..=16usize {
+        // Many keys with the same length and first eight bytes, more than there are slots; and
+        // (past 16 bytes) with the same first and last eight, differing only between them.
+        for n in 9..=32usize {
             for t in 0..200 {
                 keys.push(format!("kkkkkkkk{t:0w$}", w = n - 8));
+                if n >= 18 {
+                    keys.push(format!("kkkkkkkk{t:0w$}zzzzzzzz", w = n - 16));
+                }
             }
         }
         for round in 0..3 {
@@ -1423,6 +1507,56 @@ mod tests {
             assert_eq!(int_list(c), serde(c), "{c:?}");
         }
         assert_eq!(int_list("[512, 1, 1]").as_deref(), Some("512,1,1"));
+    }
+
+    /// A kernel's registers, shared memory and occupancy are written as the number read as a
+    /// float and formatted (as an `i64`, or as the float) wrote them, for any form of it.
+    #[test]
+    fn kernel_numbers_as_formatting_the_float_writes_them() {
+        let cases = [
+            "32",
+            "0",
+            "-0",
+            "-5",
+            "032",
+            "1e3",
+            "12.5",
+            "100",
+            "0.0",
+            "123456789012345",
+            "999999999999999",
+            "1234567890123456",
+            "12345678901234567890",
+            "-123456789012345",
+            "\"32\"",
+            "NaN",
+            "inf",
+            "null",
+            "true",
+            " 7",
+            "7 ",
+            "",
+            "-",
+            "4224",
+            "1.5e-7",
+        ];
+        for raw in cases {
+            for int in [true, false] {
+                let mut s = String::from("x ");
+                let wrote = number_into(&mut s, "regs:", raw, int);
+                let want = match raw.parse::<f64>() {
+                    Ok(v) if int => format!("x regs:{} ", v as i64),
+                    Ok(v) => format!("x regs:{v}"),
+                    Err(_) => "x ".to_string(),
+                };
+                assert_eq!(s, want, "{raw:?} {int}");
+                assert_eq!(wrote, raw.parse::<f64>().is_ok(), "{raw:?}");
+            }
+        }
+        let mut s = String::from("a ");
+        list_into(&mut s, "grid:", "[1,x]");
+        list_into(&mut s, "block:", "[128, 1, 1]");
+        assert_eq!(s, "a block:128,1,1 ");
     }
 
     /// The block search finds the slice a scan back over every slice finds, for every place and
