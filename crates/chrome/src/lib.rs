@@ -147,6 +147,32 @@ struct TrackKey {
     class: Class,
 }
 
+/// A pid or tid as written, when it is absent (length 0) or 1 to 16 bytes: its length and its
+/// bytes in two words (zeros past its end), which hold it whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawText(u8, u64, u64);
+
+impl RawText {
+    fn of(raw: Option<Raw<'_>>) -> Option<RawText> {
+        let Some(raw) = raw else {
+            return Some(RawText(0, 0, 0));
+        };
+        let b = raw.get().as_bytes();
+        if !(1..=16).contains(&b.len()) {
+            return None;
+        }
+        let mut w = [0u8; 16];
+        w[..b.len()].copy_from_slice(b);
+        let (lo, hi) = w.split_at(8);
+        let word = |x: &[u8]| u64::from_le_bytes(x.try_into().unwrap_or([0; 8]));
+        Some(RawText(b.len() as u8, word(lo), word(hi)))
+    }
+}
+
+/// A track by the text of its pid and tid ([`Importer::track_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawTrack(RawText, RawText, Class);
+
 /// One event waiting for its line: times, name, and its stats in the track's buffer.
 #[derive(Debug, Clone, Copy)]
 struct Ev {
@@ -192,9 +218,10 @@ struct Importer {
     tracks: Vec<Track>,
     keys: Vec<TrackKey>,
     by_key: HashMap<TrackKey, usize>,
-    /// The tracks of numbered pid and tid last looked up (a few threads and streams take
-    /// turns through a trace): found by comparing numbers, not by hashing keys.
-    recent: [Option<(i64, i64, Class, usize)>; 4],
+    /// The tracks last looked up by the text of their pid and tid (a few threads and streams
+    /// take turns through a trace): found by comparing that text, held in words, not by
+    /// reading numbers and hashing keys ([`Importer::track_of`]).
+    recent: [Option<(RawTrack, usize)>; 4],
     /// The slot of `recent` filled next.
     recent_next: usize,
     process_names: HashMap<Key, String>,
@@ -342,17 +369,7 @@ impl Importer {
     }
 
     fn track(&mut self, key: TrackKey) -> usize {
-        let nums = match (&key.pid, &key.tid) {
-            (Key::Num(p), Key::Num(t)) => Some((*p, *t, key.class)),
-            _ => None,
-        };
-        if let Some(n) = nums {
-            let hit = self.recent.iter().flatten().find(|r| (r.0, r.1, r.2) == n);
-            if let Some(r) = hit {
-                return r.3;
-            }
-        }
-        let i = match self.by_key.get(&key) {
+        match self.by_key.get(&key) {
             Some(&i) => i,
             None => {
                 self.tracks.push(Track::default());
@@ -360,9 +377,29 @@ impl Importer {
                 self.by_key.insert(key, self.tracks.len() - 1);
                 self.tracks.len() - 1
             }
+        }
+    }
+
+    /// The track of the event's `pid` and `tid` as written: one of the last few found by
+    /// their text, else through their keys ([`Key::of`], [`Importer::track`]). The same text
+    /// always reads as the same keys, so it finds the same track.
+    fn track_of(&mut self, pid: Option<Raw<'_>>, tid: Option<Raw<'_>>, class: Class) -> usize {
+        let raw = match (RawText::of(pid), RawText::of(tid)) {
+            (Some(p), Some(t)) => Some(RawTrack(p, t, class)),
+            _ => None,
         };
-        if let Some((p, t, class)) = nums {
-            self.recent[self.recent_next] = Some((p, t, class, i));
+        if let Some(r) = raw {
+            if let Some(&(_, i)) = self.recent.iter().flatten().find(|x| x.0 == r) {
+                return i;
+            }
+        }
+        let i = self.track(TrackKey {
+            pid: Key::of(pid),
+            tid: Key::of(tid),
+            class,
+        });
+        if let Some(r) = raw {
+            self.recent[self.recent_next] = Some((r, i));
             self.recent_next = (self.recent_next + 1) % self.recent.len();
         }
         i
@@ -441,11 +478,7 @@ impl Importer {
         } else {
             Class::Thread
         };
-        let t = self.track(TrackKey {
-            pid: Key::of(e.pid),
-            tid: Key::of(e.tid),
-            class,
-        });
+        let t = self.track_of(e.pid, e.tid, class);
         if GPU_CATS.contains(&cat) {
             self.tracks[t].gpu = true;
         }
@@ -494,11 +527,7 @@ impl Sink for Importer {
                 self.complete(e, args, ts, dur);
             }
             "B" => {
-                let t = self.track(TrackKey {
-                    pid: Key::of(e.pid),
-                    tid: Key::of(e.tid),
-                    class: Class::Thread,
-                });
+                let t = self.track_of(e.pid, e.tid, Class::Thread);
                 let name = e.name.as_deref().unwrap_or("");
                 let cat = e.cat.as_deref().unwrap_or("");
                 let stats = self.stats(t, name, cat, args);
@@ -623,11 +652,7 @@ impl Sink for Importer {
                 }
             }
             "s" | "t" | "f" => {
-                let t = self.track(TrackKey {
-                    pid: Key::of(e.pid),
-                    tid: Key::of(e.tid),
-                    class: Class::Thread,
-                });
+                let t = self.track_of(e.pid, e.tid, Class::Thread);
                 let id = match e.id.or(e.id2).map(|r| Key::of(Some(r))) {
                     Some(Key::Num(n)) => n as u64,
                     Some(Key::Str(s)) => fnv(&s),
@@ -1464,6 +1489,52 @@ mod tests {
         for k in &keys {
             assert_eq!(a.strings.find(k), b.strings.find(k), "{k}");
         }
+    }
+
+    /// Tracks found by the text of their pid and tid are the tracks their keys find: for
+    /// numbers, numbers written as strings, strings, null, absent ids and texts too long to be
+    /// held in words, met in turn and again, in three classes.
+    #[test]
+    fn tracks_by_text_are_the_tracks_by_key() {
+        let ids = [
+            None,
+            Some("0"),
+            Some("7"),
+            Some("\"7\""),
+            Some("-549452224"),
+            Some("2910249"),
+            Some("\"stream 7\""),
+            Some("\"stream 8\""),
+            Some("null"),
+            Some("12345678901234567"),
+            Some("\"a name longer than sixteen\""),
+            Some("7.0"),
+        ];
+        let ids: Vec<Option<Box<RawValue>>> = ids
+            .iter()
+            .map(|t| t.map(|t| RawValue::from_string(t.to_string()).expect("JSON")))
+            .collect();
+        let mut a = Importer::default();
+        let mut b = Importer::default();
+        for round in 0..4 {
+            for (n, pid) in ids.iter().enumerate() {
+                for (m, tid) in ids.iter().enumerate() {
+                    if (n + m + round) % 3 == 0 {
+                        continue;
+                    }
+                    for class in [Class::Thread, Class::Annotations, Class::Async] {
+                        let (p, t) = (pid.as_deref().map(Raw::from), tid.as_deref().map(Raw::from));
+                        let by_key = b.track(TrackKey {
+                            pid: Key::of(p),
+                            tid: Key::of(t),
+                            class,
+                        });
+                        assert_eq!(a.track_of(p, t, class), by_key, "{pid:?} {tid:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(a.keys, b.keys);
     }
 
     /// A kernel's grid and block read as serde_json reads them into `Vec<i64>`, joined by commas:
