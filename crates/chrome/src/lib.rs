@@ -661,7 +661,7 @@ impl Sink for Importer {
                         return;
                     }
                 };
-                let cat = self.p.strings.intern(e.cat.as_deref().unwrap_or(""));
+                let cat = self.ids.short(&mut self.p, e.cat.as_deref().unwrap_or(""));
                 self.flows.push(FlowPoint {
                     track: t,
                     ts,
@@ -705,7 +705,8 @@ impl Importer {
         dur: i64,
     ) {
         let stats = self.stats(t, name, cat, args);
-        let name = self.p.strings.intern(name);
+        // (Short names, as the runtime's and most CPU ops', through the table of short strings.)
+        let name = self.ids.short(&mut self.p, name);
         self.tracks[t].events.push(Ev {
             start,
             dur,
