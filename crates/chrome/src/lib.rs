@@ -161,11 +161,35 @@ impl RawText {
         if !(1..=16).contains(&b.len()) {
             return None;
         }
-        let mut w = [0u8; 16];
-        w[..b.len()].copy_from_slice(b);
-        let (lo, hi) = w.split_at(8);
-        let word = |x: &[u8]| u64::from_le_bytes(x.try_into().unwrap_or([0; 8]));
-        Some(RawText(b.len() as u8, word(lo), word(hi)))
+        let (lo, hi) = words(b);
+        Some(RawText(b.len() as u8, lo, hi))
+    }
+}
+
+/// Two words that, with its length, hold the whole of `b` (at most 16 bytes): its first eight
+/// bytes and its last eight; of a shorter one, its first four and its last four, or its first,
+/// middle and last byte. Loads of fixed sizes (a copy of any length is a call).
+#[inline]
+fn words(b: &[u8]) -> (u64, u64) {
+    let n = b.len();
+    let w8 = |at: usize| {
+        b.get(at..at + 8).map_or(0, |w| {
+            u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
+        })
+    };
+    let w4 = |at: usize| {
+        b.get(at..at + 4).map_or(0, |w| {
+            u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        })
+    };
+    match n {
+        8.. => (w8(0), w8(n - 8)),
+        4..=7 => (w4(0) | w4(n - 4) << 32, 0),
+        1..=3 => (
+            u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
+            0,
+        ),
+        0 => (0, 0),
     }
 }
 
@@ -277,9 +301,9 @@ const FEW: usize = 16;
 /// Slots of [`Ids::short`].
 const SHORT: usize = 256;
 
-/// A string of 1 to 32 bytes as its length, its first eight bytes and its last eight, and (past
-/// 16 bytes) the eight after its first eight and the eight before its last eight (zeros past
-/// the end of a shorter one): together they are the whole string.
+/// A string of 1 to 32 bytes as its length, its [`words`] (its first eight bytes and its last
+/// eight, when that long), and (past 16 bytes) the eight after its first eight and the eight
+/// before its last eight: together they are the whole string.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct ShortKey {
     len: u8,
@@ -302,18 +326,9 @@ impl Ids {
         if !(1..=32).contains(&n) {
             return p.strings.intern(s);
         }
-        let word = |w: &[u8]| {
-            let mut x = [0u8; 8];
-            x[..w.len()].copy_from_slice(w);
-            u64::from_le_bytes(x)
-        };
-        let (head, tail) = if n >= 8 {
-            (word(&b[..8]), word(&b[n - 8..]))
-        } else {
-            (word(b), 0)
-        };
+        let (head, tail) = words(b);
         let mid = if n > 16 {
-            (word(&b[8..16]), word(&b[n - 16..n - 8]))
+            (words(&b[8..16]).0, words(&b[n - 16..n - 8]).0)
         } else {
             (0, 0)
         };
@@ -1489,6 +1504,30 @@ mod tests {
         assert_eq!(a.strings.len(), b.strings.len());
         for k in &keys {
             assert_eq!(a.strings.find(k), b.strings.find(k), "{k}");
+        }
+    }
+
+    /// Two strings of one length up to 16 bytes that differ in any one byte, or in any two,
+    /// have different [`words`].
+    #[test]
+    fn words_hold_a_short_string_whole() {
+        for n in 0..=16usize {
+            let base: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            let mut seen = std::collections::HashMap::new();
+            seen.insert(words(&base), base.clone());
+            let bytes = [0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff, b'a'];
+            for i in 0..n {
+                for j in i..n {
+                    for (c, d) in bytes.iter().flat_map(|&c| bytes.map(|d| (c, d))) {
+                        let mut t = base.clone();
+                        t[i] = c;
+                        t[j] = d;
+                        if let Some(other) = seen.insert(words(&t), t.clone()) {
+                            assert_eq!(other, t, "length {n}");
+                        }
+                    }
+                }
+            }
         }
     }
 
