@@ -287,6 +287,8 @@ struct Importer {
 struct Ids {
     cat: Option<StrId>,
     correlation_id: Option<StrId>,
+    /// The empty string (an empty value is common: a CPU op's `Call stack`).
+    empty: Option<StrId>,
     /// Categories and kept args' keys: few strings, each interned for many events, found here by
     /// comparing them (a short list) instead of hashing them again.
     few: Vec<(Box<str>, StrId)>,
@@ -1238,13 +1240,15 @@ fn json_stat(p: &mut Profile, v: &serde_json::Value) -> Option<StatValue> {
 /// A raw JSON value as a stat: integers as `I64` (`U64` above `i64::MAX`), other numbers as
 /// `F64`, strings interned, booleans as 0/1, null as no value, arrays and objects as their JSON
 /// text.
-fn raw_stat(p: &mut Profile, v: Raw<'_>) -> StatValue {
+fn raw_stat(p: &mut Profile, v: Raw<'_>, ids: &mut Ids) -> StatValue {
     match value_of(v.get()) {
         Value::None => StatValue::None,
         Value::I64(x) => StatValue::I64(x),
         Value::U64(x) => StatValue::U64(x),
         Value::F64(x) => StatValue::F64(x),
-        Value::Str(s) => StatValue::Str(p.strings.intern(&s)),
+        // (Short ones, names and the like, through the table of short strings.)
+        Value::Str(s) if s.is_empty() => StatValue::Str(Ids::of(&mut ids.empty, p, "")),
+        Value::Str(s) => StatValue::Str(ids.short(p, &s)),
     }
 }
 
@@ -1266,7 +1270,7 @@ fn encode_args(
         for (k, v) in map {
             if keep.contains(&k.as_ref()) {
                 let key = ids.few(p, k);
-                let sv = raw_stat(p, *v);
+                let sv = raw_stat(p, *v, ids);
                 encode_stat_arg(p, out, k, key, sv, ids);
             } else {
                 left_out += 1;
@@ -1429,7 +1433,7 @@ fn int_list_into(out: &mut String, raw: &str) -> bool {
 /// One arg as a stat (`correlation` adds `correlation_id`).
 fn encode_arg(p: &mut Profile, out: &mut Vec<u8>, k: &str, v: Raw<'_>, ids: &mut Ids) {
     let key = ids.short(p, k);
-    let sv = raw_stat(p, v);
+    let sv = raw_stat(p, v, ids);
     encode_stat_arg(p, out, k, key, sv, ids);
 }
 
