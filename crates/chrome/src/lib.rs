@@ -1111,6 +1111,9 @@ fn build_lanes(
     let order = 0..t.events.len() as u32;
     let mut extra = t.extra;
     extra.sort_by_key(|x| x.0);
+    // Where each event's extra stats start in `extra` (and end, at the next event's start): found
+    // once, in one pass, not searched for per event (which took half of this function's time).
+    let extra_from = extra_starts(&extra, t.events.len());
     // Per lane: its open slices' ends, and its events.
     let mut lanes: Vec<(Vec<i64>, Vec<u32>)> = Vec::new();
     for i in order {
@@ -1160,14 +1163,33 @@ fn build_lanes(
             });
             b.push(e.start - origin, e.dur, meta);
             b.stats_encoded(&t.stats[e.stats.0 as usize..e.stats.1 as usize]);
-            let from = extra.partition_point(|x| x.0 < i);
-            for &(_, k, v) in extra[from..].iter().take_while(|x| x.0 == i) {
-                b.stat(k, v);
+            if let Some(range) = extra_from.get(i as usize..i as usize + 2) {
+                for &(_, k, v) in &extra[range[0] as usize..range[1] as usize] {
+                    b.stat(k, v);
+                }
             }
         }
         out.push(b.finish());
     }
     out
+}
+
+/// For `extra` sorted by event, the place in it where the extra stats of each of `n` events
+/// start, and then its length: event `i`'s are `extra[starts[i]..starts[i + 1]]`. Empty when
+/// `extra` is (no event has any). Entries naming no event below `n` are in no range.
+fn extra_starts(extra: &[(u32, StrId, StatValue)], n: usize) -> Vec<u32> {
+    if extra.is_empty() {
+        return Vec::new();
+    }
+    let mut starts = Vec::with_capacity(n + 1);
+    let mut j = 0;
+    for i in 0..=n {
+        while j < extra.len() && (extra[j].0 as usize) < i {
+            j += 1;
+        }
+        starts.push(j as u32);
+    }
+    starts
 }
 
 /// Stats of a plane from the trace's header: device properties on GPU planes, distributed info
@@ -1465,6 +1487,35 @@ fn fnv(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each event's extra stats, by hand: events 0 and 3 of 5 have none, 1 has two, 2 and 4
+    /// one; an entry naming event 7 (of none here) is in no event's range.
+    #[test]
+    fn extra_stats_are_found_by_event() {
+        let k = StrId::default();
+        let v = |n: i64| StatValue::I64(n);
+        let extra = [
+            (1, k, v(10)),
+            (1, k, v(11)),
+            (2, k, v(20)),
+            (4, k, v(40)),
+            (7, k, v(70)),
+        ];
+        let starts = extra_starts(&extra, 5);
+        let of = |i: usize| -> Vec<StatValue> {
+            extra[starts[i] as usize..starts[i + 1] as usize]
+                .iter()
+                .map(|x| x.2)
+                .collect()
+        };
+        assert_eq!(of(0), vec![]);
+        assert_eq!(of(1), vec![v(10), v(11)]);
+        assert_eq!(of(2), vec![v(20)]);
+        assert_eq!(of(3), vec![]);
+        assert_eq!(of(4), vec![v(40)]);
+        assert_eq!(starts.len(), 6);
+        assert!(extra_starts(&[], 5).is_empty());
+    }
 
     /// Strings interned through the table of short ones get the ids interning them directly
     /// gives, in the same order, however their slots collide: keys of every length from 1 to
