@@ -11,7 +11,9 @@ Prints the median and range per side and the ratio of medians, and xlens's impor
 (MB/s of uncompressed JSON; for a large .json.gz, parsed while it inflates, the inflating is
 counted in it) and peak RSS over the JSON's size. Then the import throughput of a full read
 (every event and arg, `--tool report`): cold (one import in a fresh process, as a first answer)
-and warm (the median of ten imports in one process, which keeps its memory).
+and warm (the median of ten imports in one process, which keeps its memory). Last, a check of
+the machine's speed before and after the rounds (`machine_check`), to tell which state of a VM
+that changes speed the figures were taken in.
 
 Usage (with a Python that has `holistictraceanalysis`, e.g. the venv of tests/hta/README.md):
   /work/hta-venv/bin/python benches/vs_hta.py TRACE.json[.gz] [--reps 5] [--xlens target/release/xlens]
@@ -53,6 +55,39 @@ def hta_once(python, path):
         return json.loads(out.stdout.strip().splitlines()[-1])['s']
 
 
+def machine_check():
+    """How quick this machine is right now, by two fixed workloads timed in this process: a zlib
+    inflate of 8 MB of trace-like JSON (one core's speed) and a first write to each page of 64 MB
+    of fresh memory (what page faults cost: on a VM whose freed memory goes back to its host they
+    cost several times what they do on bare metal, and vary). Medians of five and of three, in ms.
+    A VM can move between speeds within minutes; printed before and after the rounds, they say
+    which state the figures between were taken in."""
+    import mmap
+    import random
+    import time
+    import zlib
+    rng = random.Random(7)
+    text = json.dumps([{'ph': 'X', 'cat': 'kernel', 'name': f'k{rng.randrange(500)}',
+                        'pid': 0, 'tid': 7, 'ts': 1.7e12 + i * rng.random(),
+                        'dur': rng.random() * 50, 'args': {'correlation': i}}
+                       for i in range(56000)]).encode()[:8 << 20]
+    packed = zlib.compress(text, 6)
+    inflate = []
+    for _ in range(5):
+        t = time.perf_counter()
+        zlib.decompress(packed)
+        inflate.append((time.perf_counter() - t) * 1e3)
+    touch = []
+    for _ in range(3):
+        m = mmap.mmap(-1, 64 << 20)
+        t = time.perf_counter()
+        for off in range(0, 64 << 20, mmap.PAGESIZE):
+            m[off] = 1
+        touch.append((time.perf_counter() - t) * 1e3)
+        m.close()
+    return statistics.median(inflate), len(text) / 1e6, statistics.median(touch)
+
+
 def xlens_once(xlens, path, tool='temporal_breakdown', reps=1):
     out = subprocess.run([xlens, 'bench', path, '--tool', tool, '--reps', str(reps), '--json'],
                          capture_output=True, text=True, check=True)
@@ -68,6 +103,7 @@ def main():
     opener = gzip.open if a.trace.endswith('.gz') else open
     with opener(a.trace, 'rb') as f:
         json_bytes = len(f.read())
+    before = machine_check()
     hta, xl, mbps, rss = [], [], [], []
     with_read = False
     for i in range(a.reps):
@@ -100,6 +136,10 @@ def main():
     print(f"xlens full read ({what}): cold {med(cold):.0f} MB/s ({min(cold):.0f}-{max(cold):.0f}), "
           f"warm {med(warm):.0f} MB/s ({min(warm):.0f}-{max(warm):.0f}); "
           f"peak RSS {med(full_rss):.2f}x the JSON")
+    after = machine_check()
+    print(f"machine check, before / after: inflating {before[1]:.1f} MB of JSON (zlib) "
+          f"{before[0]:.1f} / {after[0]:.1f} ms; touching 64 MB of fresh memory "
+          f"{before[2]:.1f} / {after[2]:.1f} ms")
 
 
 if __name__ == '__main__':
