@@ -2143,6 +2143,80 @@ mod tests {
         );
     }
 
+    /// `args` read by the layout of the last of their kind read as member by member: two
+    /// operator events of one kind whose `args` share their first six members (as PyTorch
+    /// writes them, with and without `Fwd thread id` and `Sequence number`), in turn, then every
+    /// one-byte change of the `args` of each, read after the other (whose layout is then the
+    /// kind's).
+    #[test]
+    fn args_read_by_layout_as_member_by_member() {
+        let head = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+    "ts": 1661203462598738, "dur": 19,
+    "args": {"#;
+        let a = format!(
+            "{head}{}",
+            r#"
+      "Trace name": "PyTorch Profiler", "Trace iteration": 0,
+      "External id": 1,
+      "Profiler Event Index": 0, "Input Dims": [[], [4, 8]], "Input type": ["", "float"], "Module Hierarchy": "", "Call stack": ""
+    }
+  }"#
+        );
+        let b = format!(
+            "{head}{}",
+            r#"
+      "Trace name": "PyTorch Profiler", "Trace iteration": 0,
+      "External id": 2,
+      "Profiler Event Index": 1, "Input Dims": [[4, 8], [8, 2]], "Input type": ["float", "float"], "Fwd thread id": 0, "Sequence number": 7, "Module Hierarchy": "", "Call stack": ""
+    }
+  }"#
+        );
+        let skip = Skip {
+            complete_cats: &["kernel"],
+            flow_cats: &[],
+            args_kept: Some(&["External id", "Sequence number"]),
+        };
+        let followed = || plain::ARGS_FOLLOWED.with(std::cell::Cell::get);
+        let before = followed();
+        for s in [None, Some(skip)] {
+            for ev in [&a, &b, &a, &a, &b, &b, &a] {
+                plain_by_layout_as_by_members(ev, 0, s);
+            }
+        }
+        // All six shared members of each but the first few, and all of the repeated ones.
+        assert!(followed() - before >= 2 * 40, "{}", followed() - before);
+        let (mut tried, before) = (0, followed());
+        for (ev, other) in [(&a, &b), (&b, &a)] {
+            let from = ev.find("\"args\"").expect("args");
+            for at in from..ev.len() {
+                for c in [
+                    b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
+                    0x1f, b'x', b'e', b'n',
+                ] {
+                    let mut m = ev.as_bytes().to_vec();
+                    m[at] = c;
+                    let Ok(m) = String::from_utf8(m) else {
+                        continue;
+                    };
+                    for s in [None, Some(skip)] {
+                        tried += 1;
+                        // The kind's layouts: those of the other event, then of this one.
+                        for ev in [other, other, ev, ev] {
+                            let (mut e, mut p) = (RawEvent::default(), Vec::new());
+                            plain::event(ev, 0, s, &mut p, &mut e);
+                        }
+                        plain_by_layout_as_by_members(&m, 0, s);
+                    }
+                }
+            }
+        }
+        assert!(
+            followed() - before > tried,
+            "{} of {tried}",
+            followed() - before
+        );
+    }
+
     #[test]
     fn plain_events_read_as_serde_json_reads_them() {
         let mut texts: Vec<String> = vec![TRICKY.to_string()];

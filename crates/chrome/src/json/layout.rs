@@ -24,8 +24,9 @@ use std::cell::RefCell;
 use super::{ends_scalar, nested, plain, skim_members_noting, skim_string, stops};
 use super::{Noted, Skimmed, Slot};
 
-/// The longest text between two values a layout keeps (`,\n    "args": ` is 14 bytes).
-const MAX_GAP: usize = 32;
+/// The longest text between two values a layout keeps (`,\n    "args": ` is 14 bytes,
+/// `,\n      "est. achieved occupancy %": ` 37), a multiple of 16.
+const MAX_GAP: usize = 48;
 /// The most members a layout keeps.
 const MAX_MEMBERS: usize = 24;
 /// Kinds of events whose layouts are kept at once.
@@ -67,20 +68,21 @@ impl<T: Copy> Gap<T> {
         #[cfg(target_arch = "x86_64")]
         if let Some(w) = b.get(i..i + MAX_GAP) {
             use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
-            // SAFETY: SSE2 is part of every x86_64 target; the loads read `w` (32 bytes) and
-            // `self.bytes` (32 bytes) in two halves, unaligned loads being allowed.
-            let same = unsafe {
-                let half = |p: *const u8, k: usize| _mm_loadu_si128(p.add(k).cast());
-                let eq = |k: usize| {
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(
-                        half(w.as_ptr(), k),
-                        half(self.bytes.as_ptr(), k),
-                    )) as u32
-                        & 0xffff
-                };
-                eq(0) | (eq(16) << 16)
+            // SAFETY: SSE2 is part of every x86_64 target; the loads read `w` and `self.bytes`
+            // (`MAX_GAP` bytes each) in parts of 16, unaligned loads being allowed.
+            let eq = |k: usize| unsafe {
+                let part = |p: *const u8| _mm_loadu_si128(p.add(k).cast());
+                let same =
+                    _mm_movemask_epi8(_mm_cmpeq_epi8(part(w.as_ptr()), part(self.bytes.as_ptr())));
+                u64::from(same as u32 & 0xffff) << k
             };
-            let want = u32::MAX.checked_shr(32 - n as u32).unwrap_or(0);
+            // Most gaps fit in the first 32 bytes.
+            let same = if n <= 32 {
+                eq(0) | eq(16)
+            } else {
+                eq(0) | eq(16) | eq(32)
+            };
+            let want = u64::MAX.checked_shr(64 - n as u32).unwrap_or(0);
             return same & want == want;
         }
         b.get(i..i + n) == Some(&self.bytes[..n])
@@ -93,7 +95,52 @@ pub(super) struct Layout<T> {
     /// The members after those the kind is known by.
     pub members: Vec<Gap<T>>,
     pub close: Gap<T>,
+    /// The layout of the kind's `args` object (kept when the event's own layout is learned
+    /// again).
+    pub args: ArgsLayout,
 }
+
+/// The layout of an `args` object as the last of its kind had it: the text before each value
+/// (from the `{`, or from the end of the value before), with where the member's key lies in it,
+/// and the text that closes the object.
+#[derive(Default)]
+pub(super) struct ArgsLayout {
+    pub members: Vec<Gap<(u8, u8)>>,
+    /// `None`: no layout (none learned yet, or the last one learned did not fit).
+    pub close: Option<Gap<(u8, u8)>>,
+    /// The last one learned did not fit (a gap too long, too many members): not learned again
+    /// until the event's own layout is.
+    pub unfit: bool,
+}
+
+impl ArgsLayout {
+    /// Keeps the layout `notes` found (the members, then the end of the object; as
+    /// [`Layouts::learn`] takes them) as the kind's.
+    pub fn learn(&mut self, text: &str, notes: &[Noted]) {
+        let keyed = |n: &Noted| {
+            let at = |k: usize| u8::try_from(k.checked_sub(n.from)?).ok();
+            let tag = (at(n.key.0)?, at(n.key.1)?);
+            Gap::of(text, *n, &|_| tag)
+        };
+        let layout = match notes.split_last() {
+            Some((close, members)) if members.len() <= MAX_ARGS => members
+                .iter()
+                .map(keyed)
+                .collect::<Option<Vec<_>>>()
+                .zip(keyed(close)),
+            _ => None,
+        };
+        self.members.clear();
+        self.unfit = layout.is_none();
+        self.close = layout.map(|(members, close)| {
+            self.members = members;
+            close
+        });
+    }
+}
+
+/// The most members an `args` layout keeps (a kernel's have 13, some collectives' 23).
+const MAX_ARGS: usize = 32;
 
 /// The layouts of the kinds of events read lately.
 pub(super) struct Layouts<T> {
@@ -116,6 +163,13 @@ impl<T: Copy> Layouts<T> {
     pub fn find(&self, ph: &str, cat: Option<&str>) -> Option<&Layout<T>> {
         self.kinds
             .iter()
+            .find(|l| l.ph == ph && l.cat.as_deref() == cat)
+    }
+
+    #[inline]
+    pub fn find_mut(&mut self, ph: &str, cat: Option<&str>) -> Option<&mut Layout<T>> {
+        self.kinds
+            .iter_mut()
             .find(|l| l.ph == ph && l.cat.as_deref() == cat)
     }
 
@@ -144,12 +198,16 @@ impl<T: Copy> Layouts<T> {
                         cat: cat.map(str::to_string),
                         members,
                         close,
+                        args: ArgsLayout::default(),
                     })
             }
             _ => None,
         };
         match (at, layout) {
-            (Some(at), Some(l)) => self.kinds[at] = l,
+            (Some(at), Some(mut l)) => {
+                l.args = std::mem::take(&mut self.kinds[at].args);
+                self.kinds[at] = l;
+            }
             (Some(at), None) => {
                 self.kinds.swap_remove(at);
             }

@@ -8,7 +8,7 @@
 //! Why: serde_json's general path (a deserializer per event, keys matched through a visitor,
 //! `args` values through `RawValue`) was a third of a PyTorch trace's import.
 
-use super::layout::{Layout, Layouts};
+use super::layout::{ArgsLayout, Layout, Layouts};
 
 use super::stops::{digits_end, string_stop, ws};
 use super::{Noted, Pair, Raw, RawEvent, Skip};
@@ -36,8 +36,8 @@ pub(super) fn event<'a>(
     let head = super::layout::head(text, at);
     if let Some(h) = &head {
         let end = LAYOUTS.with(|l| {
-            let l = l.try_borrow().ok()?;
-            let lay = l.find(h.ph, h.cat)?;
+            let mut l = l.try_borrow_mut().ok()?;
+            let lay = l.find_mut(h.ph, h.cat)?;
             e.ph = Some(Cow::Borrowed(h.ph));
             e.cat = h.cat.map(Cow::Borrowed);
             by_layout(text, h.end, lay, skip, pairs, first, e)
@@ -72,6 +72,8 @@ pub(super) fn event<'a>(
 thread_local! {
     /// Events read by a layout on this thread.
     pub(super) static BY_LAYOUT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// `args` members read by a layout on this thread (their values checked).
+    pub(super) static ARGS_FOLLOWED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// [`event`] member by member, no layout used or kept.
@@ -101,7 +103,7 @@ thread_local! {
 fn by_layout<'a>(
     text: &'a str,
     mut i: usize,
-    lay: &Layout<u8>,
+    lay: &mut Layout<u8>,
     skip: Option<Skip>,
     pairs: &mut Vec<Pair<'a>>,
     first: usize,
@@ -113,7 +115,13 @@ fn by_layout<'a>(
         if !g.at(b, i) {
             return None;
         }
-        i = value(text, i + g.len(), g.tag, skip, pairs, e)?;
+        let v = i + g.len();
+        i = if g.tag == Field::Args as u8 {
+            // Its members by the kind's `args` layout too.
+            args_member(text, v, skip, pairs, e, Some(&mut lay.args))?
+        } else {
+            value(text, v, g.tag, skip, pairs, e)?
+        };
     }
     if !lay.close.at(b, i) {
         return None;
@@ -254,25 +262,39 @@ fn value<'a>(
                 _ => e.id2 = v,
             }
         }
-        10 => {
-            if is_null(b, i) {
-                i += 4;
-            } else {
-                let from = pairs.len() as u32;
-                // A slice's args the read does not keep are checked, not kept (for other
-                // phases, and where `ph` comes after `args`, the importer leaves them out).
-                let keep = skip
-                    .and_then(|s| s.args_kept)
-                    .filter(|_| e.ph.as_deref() == Some("X"));
-                let (end, left_out) = args(text, i, pairs, keep)?;
-                i = end;
-                e.args = Some((from, pairs.len() as u32));
-                e.args_left_out = left_out;
-            }
-        }
+        10 => i = args_member(text, i, skip, pairs, e, None)?,
         _ => i = value_end(b, i, 0)?,
     }
     Some(i)
+}
+
+/// Reads the value at `text[i]` of an event's `args` member into `e` (by `lay`, the kind's
+/// layout of it, where given); the position past it.
+#[inline]
+fn args_member<'a>(
+    text: &'a str,
+    i: usize,
+    skip: Option<Skip>,
+    pairs: &mut Vec<Pair<'a>>,
+    e: &mut RawEvent<'a>,
+    lay: Option<&mut ArgsLayout>,
+) -> Option<usize> {
+    if is_null(text.as_bytes(), i) {
+        return Some(i + 4);
+    }
+    let from = pairs.len() as u32;
+    // A slice's args the read does not keep are checked, not kept (for other phases, and where
+    // `ph` comes after `args`, the importer leaves them out).
+    let keep = skip
+        .and_then(|s| s.args_kept)
+        .filter(|_| e.ph.as_deref() == Some("X"));
+    let (end, left_out) = match lay {
+        Some(lay) => args_by_layout(text, i, pairs, keep, lay)?,
+        None => args(text, i, pairs, keep)?,
+    };
+    e.args = Some((from, pairs.len() as u32));
+    e.args_left_out = left_out;
+    Some(end)
 }
 
 /// Marks the event read (its args from `pairs[first]` on) left out when `skip` leaves it out.
@@ -294,7 +316,7 @@ fn left_out(skip: Option<Skip>, pairs: &mut Vec<Pair<'_>>, first: usize, e: &mut
 /// `}`, and how many pairs were not appended.
 fn args<'a>(
     text: &'a str,
-    mut i: usize,
+    i: usize,
     pairs: &mut Vec<Pair<'a>>,
     keep: Option<&[&str]>,
 ) -> Option<(usize, u32)> {
@@ -302,28 +324,160 @@ fn args<'a>(
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    i = ws(b, i + 1);
-    if b.get(i) == Some(&b'}') {
-        return Some((i + 1, 0));
+    let j = ws(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        return Some((j + 1, 0));
     }
-    let mut left_out = 0;
+    args_from(text, j, false, pairs, keep, 0).map(|(end, left_out, _)| (end, left_out))
+}
+
+/// [`args`] from `i`, the start of a member's key, or (`after_value`) just past a member's
+/// value; `left_out` pairs not appended so far. Also returns how many members it read.
+#[inline]
+fn args_from<'a>(
+    text: &'a str,
+    mut i: usize,
+    mut after_value: bool,
+    pairs: &mut Vec<Pair<'a>>,
+    keep: Option<&[&str]>,
+    mut left_out: u32,
+) -> Option<(usize, u32, usize)> {
+    let b = text.as_bytes();
+    let mut read = 0;
     loop {
-        let (k0, k1, v) = member_key(b, i)?;
-        i = v;
-        let end = value_end(b, i, 1)?;
-        let key = &text[k0..k1];
-        if keep.is_none_or(|keep| keep.contains(&key) || key == "stream") {
-            pairs.push((Cow::Borrowed(key), Raw(&text[i..end])));
-        } else {
-            left_out += 1;
+        if after_value {
+            i = ws(b, i);
+            match b.get(i) {
+                Some(b',') => i = ws(b, i + 1),
+                Some(b'}') => return Some((i + 1, left_out, read)),
+                _ => return None,
+            }
         }
+        let (k0, k1, v) = member_key(b, i)?;
+        let end = value_end(b, v, 1)?;
+        arg(text, (k0, k1), (v, end), pairs, keep, &mut left_out);
+        read += 1;
+        i = end;
+        after_value = true;
+    }
+}
+
+/// Appends the arg whose key is `text[k0..k1]` and value `text[v0..v1]` to `pairs`, unless
+/// `keep` leaves it out (then counts it in `left_out`).
+#[inline(always)]
+fn arg<'a>(
+    text: &'a str,
+    (k0, k1): (usize, usize),
+    (v0, v1): (usize, usize),
+    pairs: &mut Vec<Pair<'a>>,
+    keep: Option<&[&str]>,
+    left_out: &mut u32,
+) {
+    let key = &text[k0..k1];
+    if keep.is_none_or(|keep| keep.contains(&key) || key == "stream") {
+        pairs.push((Cow::Borrowed(key), Raw(&text[v0..v1])));
+    } else {
+        *left_out += 1;
+    }
+}
+
+/// [`args`] by `lay`, the layout of the last `args` of the event's kind: the text before each
+/// value compared whole with the layout's, the keys taken from where the layout has them, the
+/// values checked as [`args`] checks them. From the first member whose text differs (or past
+/// the layout's last), member by member; where a value does not end as it should, all of it
+/// member by member. The layout is learned again when it is missing, or when fewer than half of
+/// the members followed it.
+///
+/// Why it reads what [`args`] reads: the layout's text was read by [`args`] (white space, a
+/// comma, a key without escapes, a colon, white space), the same bytes lead it to the same key
+/// and the same place, and it stopped at the value's first byte, so the value starts there.
+fn args_by_layout<'a>(
+    text: &'a str,
+    at: usize,
+    pairs: &mut Vec<Pair<'a>>,
+    keep: Option<&[&str]>,
+    lay: &mut ArgsLayout,
+) -> Option<(usize, u32)> {
+    let b = text.as_bytes();
+    let first = pairs.len();
+    let mut left_out = 0;
+    let (mut i, mut followed) = (at, 0);
+    let mut read = None;
+    if let Some(close) = &lay.close {
+        for g in &lay.members {
+            if !g.at(b, i) {
+                break;
+            }
+            let (k0, k1) = (i + usize::from(g.tag.0), i + usize::from(g.tag.1));
+            let v = i + g.len();
+            let Some(end) = value_end(b, v, 1) else {
+                // (More white space before the value than the layout has, say.)
+                followed = 0;
+                break;
+            };
+            arg(text, (k0, k1), (v, end), pairs, keep, &mut left_out);
+            followed += 1;
+            i = end;
+        }
+        #[cfg(test)]
+        ARGS_FOLLOWED.with(|n| n.set(n.get() + followed));
+        if followed == lay.members.len() && close.at(b, i) {
+            return Some((i + close.len(), left_out));
+        }
+        if followed > 0 {
+            read = args_from(text, i, true, pairs, keep, left_out)
+                .map(|(end, left_out, n)| (end, left_out, followed + n));
+        }
+    }
+    let (end, left_out, n) = match read {
+        Some(r) => r,
+        None => {
+            pairs.truncate(first);
+            let (end, left_out) = args(text, at, pairs, keep)?;
+            (end, left_out, usize::MAX)
+        }
+    };
+    if !lay.unfit && (lay.close.is_none() || followed * 2 < n) {
+        learn_args(text, at, lay);
+    }
+    Some((end, left_out))
+}
+
+/// Learns the layout of the `args` object at `text[at]` (read by [`args`] already) as `lay`.
+#[cold]
+fn learn_args(text: &str, at: usize, lay: &mut ArgsLayout) {
+    let b = text.as_bytes();
+    let mut notes = Vec::new();
+    let (mut from, mut i) = (at, ws(b, at + 1));
+    loop {
+        if b.get(i) == Some(&b'}') {
+            notes.push(Noted {
+                from,
+                key: (i, i),
+                value: i + 1,
+            });
+            break;
+        }
+        let Some((k0, k1, v)) = member_key(b, i) else {
+            return;
+        };
+        notes.push(Noted {
+            from,
+            key: (k0, k1),
+            value: v,
+        });
+        let Some(end) = value_end(b, v, 1) else {
+            return;
+        };
+        from = end;
         i = ws(b, end);
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
-            Some(b'}') => return Some((i + 1, left_out)),
-            _ => return None,
+            Some(b'}') => {}
+            _ => return,
         }
     }
+    lay.learn(text, &notes);
 }
 
 /// The key (without escapes) of the object member at `b[i]`: its first byte, its closing quote
