@@ -109,7 +109,7 @@ pub(super) struct ArgsLayout {
     /// `None`: no layout (none learned yet, or the last one learned did not fit).
     pub close: Option<Gap<(u8, u8)>>,
     /// The last one learned did not fit (a gap too long, too many members): not learned again
-    /// until the event's own layout is.
+    /// while the kind's layouts are kept (its `args` then read member by member).
     pub unfit: bool,
 }
 
