@@ -2075,6 +2075,23 @@ mod tests {
         }
     }
 
+    /// `text` with each byte in `at` replaced by each of a few bytes that matter to JSON (those
+    /// changes that leave it UTF-8).
+    fn one_byte_changes(text: &str, at: std::ops::Range<usize>) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in at {
+            for c in [
+                b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
+                0x1f, b'x', b'e', b'n',
+            ] {
+                let mut m = text.as_bytes().to_vec();
+                m[i] = c;
+                out.extend(String::from_utf8(m).ok());
+            }
+        }
+        out
+    }
+
     /// The plain reader by layout reads as member by member: every event of the committed
     /// traces in turn, with and without a partial read's skip (the layouts reading most of
     /// them), and every one-byte change of a kernel event and of a flow event read by the
@@ -2117,24 +2134,14 @@ mod tests {
             // The layout of the event unchanged.
             let (mut e, mut p) = (RawEvent::default(), Vec::new());
             assert!(plain::event(&base, 0, s, &mut p, &mut e).is_some());
-            for at in 0..ev.len() {
-                for c in [
-                    b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
-                    0x1f, b'x', b'e', b'n',
-                ] {
-                    let mut m = base.as_bytes().to_vec();
-                    m[at] = c;
-                    let Ok(m) = String::from_utf8(m) else {
-                        continue;
-                    };
-                    tried += 1;
-                    let n = plain::BY_LAYOUT.with(std::cell::Cell::get);
-                    plain_by_layout_as_by_members(&m, 0, s);
-                    layout_read += plain::BY_LAYOUT.with(std::cell::Cell::get) - n;
-                    // Back to the layout of the event unchanged.
-                    let (mut e, mut p) = (RawEvent::default(), Vec::new());
-                    plain::event(&base, 0, s, &mut p, &mut e);
-                }
+            for m in one_byte_changes(&base, 0..ev.len()) {
+                tried += 1;
+                let n = plain::BY_LAYOUT.with(std::cell::Cell::get);
+                plain_by_layout_as_by_members(&m, 0, s);
+                layout_read += plain::BY_LAYOUT.with(std::cell::Cell::get) - n;
+                // Back to the layout of the event unchanged.
+                let (mut e, mut p) = (RawEvent::default(), Vec::new());
+                plain::event(&base, 0, s, &mut p, &mut e);
             }
         }
         assert!(
@@ -2188,25 +2195,15 @@ mod tests {
         let (mut tried, before) = (0, followed());
         for (ev, other) in [(&a, &b), (&b, &a)] {
             let from = ev.find("\"args\"").expect("args");
-            for at in from..ev.len() {
-                for c in [
-                    b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b' ', b'-', b'.', b'\n',
-                    0x1f, b'x', b'e', b'n',
-                ] {
-                    let mut m = ev.as_bytes().to_vec();
-                    m[at] = c;
-                    let Ok(m) = String::from_utf8(m) else {
-                        continue;
-                    };
-                    for s in [None, Some(skip)] {
-                        tried += 1;
-                        // The kind's layouts: those of the other event, then of this one.
-                        for ev in [other, other, ev, ev] {
-                            let (mut e, mut p) = (RawEvent::default(), Vec::new());
-                            plain::event(ev, 0, s, &mut p, &mut e);
-                        }
-                        plain_by_layout_as_by_members(&m, 0, s);
+            for m in one_byte_changes(ev, from..ev.len()) {
+                for s in [None, Some(skip)] {
+                    tried += 1;
+                    // The kind's layouts: those of the other event, then of this one.
+                    for ev in [other, other, ev, ev] {
+                        let (mut e, mut p) = (RawEvent::default(), Vec::new());
+                        plain::event(ev, 0, s, &mut p, &mut e);
                     }
+                    plain_by_layout_as_by_members(&m, 0, s);
                 }
             }
         }
