@@ -61,7 +61,8 @@ def machine_check():
     of fresh memory (what page faults cost: on a VM whose freed memory goes back to its host they
     cost several times what they do on bare metal, and vary). Medians of five and of three, in ms.
     A VM can move between speeds within minutes; printed before and after the rounds, they say
-    which state the figures between were taken in."""
+    which state the figures between were taken in. Then `off_cpu`: how much of the time two
+    processes that only read the clock were kept off their cores (see `off_cpu`)."""
     import mmap
     import random
     import time
@@ -85,7 +86,43 @@ def machine_check():
             m[off] = 1
         touch.append((time.perf_counter() - t) * 1e3)
         m.close()
-    return statistics.median(inflate), len(text) / 1e6, statistics.median(touch)
+    return statistics.median(inflate), len(text) / 1e6, statistics.median(touch), off_cpu()
+
+
+def _spin(seconds, out):
+    """Reads the clock for `seconds`; puts the share of the time spent in gaps over 0.2 ms
+    between two reads (this process was off its core) and the reads per millisecond outside them
+    (how quick the core is while it runs)."""
+    import time
+    clock = time.perf_counter_ns
+    start = prev = clock()
+    end = start + int(seconds * 1e9)
+    off = reads = 0
+    while prev < end:
+        t = clock()
+        if t - prev > 200_000:
+            off += t - prev
+        reads += 1
+        prev = t
+    total = prev - start
+    out.put((off / total, reads / ((total - off) / 1e6)))
+
+
+def off_cpu(seconds=1.0):
+    """Two processes (one per core of a 2-core machine) read the clock for `seconds`: the mean
+    share of that time they were off their cores, and their reads per running millisecond. With
+    nothing else running, time off the cores is time the host did not run this VM's processors
+    (a VM's steal time, which a guest does not always see as such); a slower core at the same
+    share shows in fewer reads."""
+    import multiprocessing
+    q = multiprocessing.Queue()
+    ps = [multiprocessing.Process(target=_spin, args=(seconds, q)) for _ in range(2)]
+    for p in ps:
+        p.start()
+    got = [q.get() for _ in ps]
+    for p in ps:
+        p.join()
+    return statistics.mean(g[0] for g in got), statistics.mean(g[1] for g in got)
 
 
 def xlens_once(xlens, path, tool='temporal_breakdown', reps=1):
@@ -139,7 +176,9 @@ def main():
     after = machine_check()
     print(f"machine check, before / after: inflating {before[1]:.1f} MB of JSON (zlib) "
           f"{before[0]:.1f} / {after[0]:.1f} ms; touching 64 MB of fresh memory "
-          f"{before[2]:.1f} / {after[2]:.1f} ms")
+          f"{before[2]:.1f} / {after[2]:.1f} ms; two spinning processes off their cores "
+          f"{before[3][0]:.1%} / {after[3][0]:.1%} of 1 s, {before[3][1]:.0f} / {after[3][1]:.0f} "
+          f"clock reads per running ms")
 
 
 if __name__ == '__main__':
