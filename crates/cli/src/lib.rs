@@ -29,7 +29,7 @@ const DEMO: &[u8] =
 #[command(
     name = "xlens",
     version,
-    about = "A fast ML performance profiler for XProf/TensorBoard profiles (.xplane.pb)"
+    about = "A fast ML performance profiler for XProf/TensorBoard profiles (.xplane.pb) and PyTorch profiler traces (.pt.trace.json[.gz])"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -101,7 +101,7 @@ fn tool_command() -> clap::Command {
 enum Cmd {
     /// Serve the web UI and JSON API over a log directory (the bundled demo profile without one).
     Serve {
-        /// A log directory, one session directory, or one .xplane.pb file.
+        /// A log directory, one session directory, or one profile file (.xplane.pb, or a PyTorch trace .json[.gz]).
         logdir: Option<PathBuf>,
         /// Address to listen on. Any address but loopback requires a token (see --token).
         #[arg(long, default_value = "127.0.0.1:8791")]
@@ -135,6 +135,7 @@ enum Cmd {
     /// List the sessions (runs) below PATH and their host files with sizes and times, without
     /// reading any profile (a bucket is only listed).
     Runs {
+        /// A log directory or session directory, local or a gs://, s3://, az:// URL.
         path: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -174,6 +175,8 @@ enum Cmd {
     },
     /// Summarise every session and host below PATH: device, span, events, steps, top ops, errors.
     Report {
+        /// A log directory, session directory or profile file (.xplane.pb, or a PyTorch trace
+        /// .json[.gz]).
         path: PathBuf,
         /// Print stable JSON instead of text.
         #[arg(long)]
@@ -261,7 +264,7 @@ enum Cmd {
     },
     /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
     BenchTrace {
-        /// An .xplane.pb file (or use --synthetic).
+        /// A profile file: .xplane.pb or a PyTorch trace .json[.gz] (or use --synthetic).
         file: Option<PathBuf>,
         /// Generate a synthetic profile of this many events instead.
         #[arg(long)]
@@ -353,7 +356,7 @@ enum Cmd {
     },
     /// Measure decode speed, memory and tool time on a profile (see README: Benchmarks).
     Bench {
-        /// An .xplane.pb file.
+        /// A profile file: .xplane.pb or a PyTorch trace .json[.gz].
         file: PathBuf,
         /// Repetitions (the fastest is reported; peak RSS covers all).
         #[arg(long, default_value_t = 3)]

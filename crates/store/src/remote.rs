@@ -255,8 +255,23 @@ fn describe(e: &object_store::Error) -> String {
             "the object changed while it was being read; open it again".to_string()
         }
         E::UnknownConfigurationKey { .. } => format!("bad configuration ({e})"),
+        _ if asked_metadata(&e.to_string()) => format!(
+            "no credentials: none set in the environment, and this machine's cloud metadata server (which gives a cloud VM its own) did not give any (set them as for gcloud/aws/az, or pass --anonymous for a public bucket) ({e})"
+        ),
         _ => e.to_string(),
     }
+}
+
+/// Whether a client's message says it asked a cloud metadata server (the last place the
+/// clients look for credentials): AWS's and Azure's link-local address, ECS's, or GCE's name.
+fn asked_metadata(message: &str) -> bool {
+    [
+        "169.254.169.254",
+        "169.254.170.2",
+        "metadata.google.internal",
+    ]
+    .iter()
+    .any(|a| message.contains(a))
 }
 
 /// Lists everything profile-like at or below `url` and groups it as local discovery does.
@@ -667,4 +682,34 @@ pub fn upload(from: &Path, url: &str) -> Result<(), StoreError> {
         w.finish().await.map_err(err)?;
         Ok(())
     })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    fn generic(source: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: source.to_string().into(),
+        }
+    }
+
+    /// A client that found no credentials and was refused by the metadata server (the message
+    /// an S3 client gave on a machine with no route to it) is told as missing credentials.
+    #[test]
+    fn a_refused_metadata_server_reads_as_missing_credentials() {
+        let e = generic(
+            "Error performing PUT http://169.254.169.254/latest/api/token in 1.1ms - Server returned non-2xx status code: 403 Forbidden",
+        );
+        let d = describe(&e);
+        assert!(d.starts_with("no credentials: "), "{d}");
+        assert!(d.contains("--anonymous"), "{d}");
+        assert!(d.contains("169.254.169.254/latest/api/token"), "{d}");
+        let gce = generic("error sending request for url (http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token)");
+        assert!(describe(&gce).starts_with("no credentials: "));
+        // Another failure keeps the client's own words alone.
+        let other = generic("error sending request for url (http://127.0.0.1:9/b/x)");
+        assert_eq!(describe(&other), other.to_string());
+    }
 }
