@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use xlens_analysis::base::context::{Analysis, SharedHlo};
+use xlens_analysis::base::fmt::{fmt_ps, short_name, NAME_WIDTH};
 use xlens_analysis::base::summary::{HostSummary, SharedText, SUMMARY_VERSION};
 use xlens_store::{HostFile, Session};
 
@@ -561,9 +562,9 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
                 "  {:<24} {:<32} raw {:>13}  correction {:>13}  residual {:>12}  ({} steps, {} collectives)",
                 c.host,
                 c.basis,
-                duration(c.raw_offset_ps as f64, true),
-                duration(c.correction_ps as f64, true),
-                duration(c.residual_ps as f64, false),
+                signed(c.raw_offset_ps),
+                signed(c.correction_ps),
+                signed(c.residual_ps).trim_start_matches('+').to_string(),
                 c.matched_steps,
                 c.matched_collectives
             );
@@ -582,7 +583,7 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
         let shown = &t.ops[..t.ops.len().min(20)];
         let names: Vec<(String, bool)> = shown
             .iter()
-            .map(|x| short_name(&format!("{} {}", x.program, x.name)))
+            .map(|x| short_name(&format!("{} {}", x.program, x.name), NAME_WIDTH))
             .collect();
         let shortened = if names.iter().any(|(_, cut)| *cut) {
             "; long names shortened, whole in --json"
@@ -617,70 +618,13 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
     o
 }
 
-/// A time of `ps` picoseconds in the unit that reads best (ps, ns, µs, ms or s), signed when
-/// `signed`.
-fn duration(ps: f64, signed: bool) -> String {
-    let a = ps.abs();
-    let (v, unit) = if a >= 1e12 {
-        (ps / 1e12, "s")
-    } else if a >= 1e9 {
-        (ps / 1e9, "ms")
-    } else if a >= 1e6 {
-        (ps / 1e6, "µs")
-    } else if a >= 1e3 {
-        (ps / 1e3, "ns")
-    } else {
-        return if signed {
-            format!("{ps:+.0} ps")
-        } else {
-            format!("{ps:.0} ps")
-        };
-    };
-    if signed {
-        format!("{v:+.3} {unit}")
-    } else {
-        format!("{v:.3} {unit}")
+/// A time for the clocks' table: `+553 µs`, `-14.9 ms`, `0`.
+fn signed(ps: i64) -> String {
+    match ps {
+        0 => "0".to_string(),
+        1.. => format!("+{}", fmt_ps(ps)),
+        _ => fmt_ps(ps),
     }
-}
-
-/// The most characters of a name in a text table.
-const NAME_WIDTH: usize = 100;
-
-/// A name as a text table shows it: when longer than [`NAME_WIDTH`] characters, a C++
-/// kernel's parameter list as `(…)`, then at most that many characters (the rest as `…`); and
-/// whether it was shortened.
-fn short_name(name: &str) -> (String, bool) {
-    let mut s = name.to_string();
-    if s.chars().count() > NAME_WIDTH && s.ends_with(')') {
-        // The parameter list: from the `(` that closes at the end.
-        let mut depth = 0usize;
-        let mut open = None;
-        for (i, c) in s.char_indices().rev() {
-            match c {
-                ')' => depth += 1,
-                '(' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        open = Some(i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        // A parameter list follows the function's name at once (not `Memcpy HtoD (…)`).
-        let follows_name = |i: usize| s[..i].ends_with(|c: char| !c.is_whitespace());
-        if let Some(i) = open.filter(|&i| i > 0 && follows_name(i)) {
-            s.truncate(i);
-            s.push_str("(…)");
-        }
-    }
-    if s.chars().count() > NAME_WIDTH {
-        s = s.chars().take(NAME_WIDTH - 1).collect();
-        s.push('…');
-    }
-    let cut = s != name;
-    (s, cut)
 }
 
 #[cfg(test)]
@@ -689,43 +633,11 @@ mod tests {
 
     #[test]
     fn clock_offsets_read_in_their_unit() {
-        // The two ranks of the sampled trace: rank1's raw offset and residual (by hand).
-        assert_eq!(duration(553_000_000.0, true), "+553.000 µs");
-        assert_eq!(duration(7_723_000_000.0, false), "7.723 ms");
-        assert_eq!(duration(0.0, true), "+0 ps");
-        assert_eq!(duration(-1_500.0, true), "-1.500 ns");
-        assert_eq!(duration(2.5e12, false), "2.500 s");
-    }
-
-    #[test]
-    fn long_kernel_names_lose_their_parameter_lists_first() {
-        // Names as the sampled PyTorch traces hold them.
-        let cat = "main void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)";
-        assert_eq!(
-            short_name(cat),
-            (
-                "main void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(…)".to_string(),
-                true
-            )
-        );
-        // Short names, and names whose only parentheses are not a parameter list, stay whole.
-        let spaced = format!("main {} (Pinned -> Device)", "m".repeat(100));
-        for n in [
-            "main ampere_sgemm_128x64_nn",
-            "main Memcpy HtoD (Pinned -> Device)",
-            "main f(int)",
-        ] {
-            assert_eq!(short_name(n), (n.to_string(), false));
-        }
-        // A long name whose parentheses follow a space keeps them until the width's cut.
-        assert!(short_name(&spaced).0.starts_with("main mmm"));
-        assert!(!short_name(&spaced).0.contains("(…)"));
-        // Longer than the table's width even so: cut, and said to be.
-        let long = format!("main {}<c10::Half>(int)", "k".repeat(120));
-        let (s, cut) = short_name(&long);
-        assert!(cut);
-        assert_eq!(s.chars().count(), NAME_WIDTH);
-        assert!(s.ends_with('…'));
+        // The two ranks of the sampled trace: rank1's raw offset (by hand).
+        assert_eq!(signed(553_000_000), "+553 µs");
+        assert_eq!(signed(-14_855_000_000), "-14.9 ms");
+        assert_eq!(signed(0), "0");
+        assert_eq!(signed(7_723_000_000), "+7.72 ms");
     }
 
     #[test]

@@ -63,3 +63,79 @@ pub fn esc(s: &str) -> String {
     }
     o
 }
+
+/// The most characters of a name in a text table.
+pub const NAME_WIDTH: usize = 100;
+
+/// A name as a text table shows it: when longer than `width` characters, a C++ kernel's
+/// parameter list as `(…)`, then at most `width` characters (the rest as `…`); and whether it
+/// was shortened (the table then says where the whole name is).
+pub fn short_name(name: &str, width: usize) -> (String, bool) {
+    let mut s = name.to_string();
+    if s.chars().count() > width && s.ends_with(')') {
+        // The parameter list: from the `(` that closes at the end.
+        let mut depth = 0usize;
+        let mut open = None;
+        for (i, c) in s.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        open = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A parameter list follows the function's name at once (not `Memcpy HtoD (…)`).
+        let follows_name = |i: usize| s[..i].ends_with(|c: char| !c.is_whitespace());
+        if let Some(i) = open.filter(|&i| i > 0 && follows_name(i)) {
+            s.truncate(i);
+            s.push_str("(…)");
+        }
+    }
+    if s.chars().count() > width {
+        s = s.chars().take(width.saturating_sub(1)).collect();
+        s.push('…');
+    }
+    let cut = s != name;
+    (s, cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_kernel_names_lose_their_parameter_lists_first() {
+        // Names as the sampled PyTorch traces hold them.
+        let cat = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)";
+        assert_eq!(
+            short_name(cat, NAME_WIDTH),
+            (
+                "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(…)".to_string(),
+                true
+            )
+        );
+        // Short names stay whole, parameter lists and all.
+        for n in [
+            "ampere_sgemm_128x64_nn",
+            "Memcpy HtoD (Pinned -> Device)",
+            "permute_pooled_embs_kernel<float>(float const*, long const*, long)",
+        ] {
+            assert_eq!(short_name(n, NAME_WIDTH), (n.to_string(), false));
+        }
+        // A long name whose parentheses follow a space is not a function's: cut at the width.
+        let spaced = format!("{} (Pinned -> Device)", "m".repeat(100));
+        let (s, cut) = short_name(&spaced, NAME_WIDTH);
+        assert!(cut && !s.contains('(') && s.chars().count() == NAME_WIDTH);
+        // Longer than the width without its parameter list: cut there too, and said to be.
+        let long = format!("{}<c10::Half>(int)", "k".repeat(120));
+        let (s, cut) = short_name(&long, NAME_WIDTH);
+        assert!(cut);
+        assert_eq!(s.chars().count(), NAME_WIDTH);
+        assert!(s.ends_with('…'));
+    }
+}

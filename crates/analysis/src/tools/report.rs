@@ -4,7 +4,7 @@ use serde::Serialize;
 use xlens_model::{Profile, StatValue};
 
 use crate::base::context::{Analysis, Run};
-use crate::base::fmt::{csv_field, fmt_ps};
+use crate::base::fmt::{csv_field, fmt_ps, short_name, NAME_WIDTH};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 use crate::base::device::DeviceInfo;
@@ -340,18 +340,28 @@ pub fn render_text(r: &Report) -> String {
             }
             match h.top_ops_source {
                 Some(src) => {
+                    let names: Vec<(String, bool)> = h
+                        .top_ops
+                        .iter()
+                        .map(|op| short_name(&op.name, NAME_WIDTH))
+                        .collect();
                     let _ = writeln!(
                         o,
-                        "    top ops by self time (of {} ops, from {}):",
+                        "    top ops by self time (of {} ops, from {}{}):",
                         h.op_count,
-                        src.describe()
+                        src.describe(),
+                        if names.iter().any(|(_, cut)| *cut) {
+                            "; long names shortened, whole in --json"
+                        } else {
+                            ""
+                        }
                     );
                     let _ = writeln!(
                         o,
                         "      {:>12} {:>7} {:>8}  name",
                         "self time", "%", "count"
                     );
-                    for op in &h.top_ops {
+                    for (op, (name, _)) in h.top_ops.iter().zip(&names) {
                         let pct = if h.total_op_self_time_ps > 0 {
                             100.0 * op.self_time_ps as f64 / h.total_op_self_time_ps as f64
                         } else {
@@ -363,7 +373,7 @@ pub fn render_text(r: &Report) -> String {
                             fmt_ps(op.self_time_ps),
                             pct,
                             op.occurrences,
-                            op.name,
+                            name,
                             op.module
                                 .as_deref()
                                 .map(|m| format!("  [{m}]"))
