@@ -1,7 +1,7 @@
 // PyTorch traces in a real browser (fixtures/pytorch/two_ranks, two ranks of one job): the trace
 // viewer draws them, a cudaLaunchKernel's details list the flow to the kernel it launched and
 // following it selects that kernel on its GPU stream; the temporal breakdown page shows HTA's
-// figures for both ranks. Needs Debian's chromium and an xlens binary (see trace.test.mjs).
+// figures for both ranks; long kernel names fold to two lines. Needs Debian's chromium and an xlens binary (see trace.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -44,6 +44,25 @@ test('PyTorch trace: launch -> kernel flow in the trace viewer, HTA breakdown pa
     assert.equal(rows.length, 2);
     assert.ok(rows[0].includes('rank0') && rows[0].includes('53.56'), rows[0]);
     assert.ok(rows[1].includes('rank1') && rows[1].includes('54.72'), rows[1]);
+
+    // Kernel stats: a kernel's whole C++ signature (rank 0's longest runs to 1,956 characters)
+    // shows two lines until clicked, and stays whole in the page for the filter.
+    await page.goto(`http://127.0.0.1:${port}/?run=two_ranks&host=rank0&tool=kernel_stats`);
+    const folded = page.locator('table.sortable td .clamp').first();
+    await folded.waitFor();
+    const name = await folded.textContent();
+    assert.ok(name.length > 160 && name.startsWith('void '), name.slice(0, 80));
+    const lineHeight = await folded.evaluate((d) => parseFloat(getComputedStyle(d).lineHeight));
+    const closed = (await folded.boundingBox()).height;
+    assert.ok(closed <= 2.5 * lineHeight, `folded: ${closed} px for lines of ${lineHeight} px`);
+    await folded.click();
+    const open = (await folded.boundingBox()).height;
+    assert.ok(open > 3 * lineHeight, `unfolded: ${open} px`);
+    await page.screenshot({ path: join(artifacts, 'pytorch-kernel-stats.png') });
+    await folded.click();
+    assert.equal((await folded.boundingBox()).height, closed);
+    await page.fill('input.table-filter', 'GenericPackedTensorAccessor<long, 1ul');
+    assert.ok((await page.locator('table.sortable tbody tr:not([hidden])').count()) > 0);
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -4,6 +4,9 @@
 //   on the first click, text A to Z.
 // * an `input.table-filter` right before a table hides rows that do not contain its text.
 // * `table.paged` shows `data-page` rows at a time under a pager.
+// * In every table, a cell of plain text longer than `LONG` characters (a C++ kernel's whole
+//   signature runs to 2,000) shows its first two lines; a click shows all of it, and another
+//   folds it again. Its text stays whole in the page (the filter, sorting and copying see it).
 
 function sortKey(cell) {
   if (!cell) return '';
@@ -75,4 +78,21 @@ function setup(table) {
   show();
 }
 
+const LONG = 160;
+
+function fold(table) {
+  for (const td of table.querySelectorAll('td')) {
+    if (td.children.length || td.textContent.length <= LONG) continue;
+    const d = document.createElement('div');
+    d.className = 'clamp';
+    d.title = 'Click to show all of it, again to fold it';
+    d.append(...td.childNodes);
+    d.addEventListener('click', () => {
+      if (!getSelection().toString()) d.classList.toggle('open');
+    });
+    td.append(d);
+  }
+}
+
+for (const t of document.querySelectorAll('table')) fold(t);
 for (const t of document.querySelectorAll('table.sortable, table.paged')) setup(t);
