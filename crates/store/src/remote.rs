@@ -209,6 +209,9 @@ fn open(url: &str) -> Result<Url, StoreError> {
         Some(s) => s,
         None => {
             let root = format!("{base}/");
+            // TLS through ring. Said once for the process, so that a build in which another
+            // crate turns on a second rustls provider still has one to use.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let built: Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
                 "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(&root)
