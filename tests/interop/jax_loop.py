@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A small JAX training loop that serves the profiler over gRPC: the real peer of
-`xlens capture` in crates/cli/tests/jax_interop.rs.
+`xlens capture` in crates/cli/tests/it/jax_interop.rs.
 
   jax_loop.py --port PORT [--seconds 30]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads one .xplane.pb with XProf's own converter (the `xprof` package) and prints what it
 shows as JSON: trace_viewer complete-event counts by name, thread names, and the step numbers
-of overview_page's step-time table. Used by crates/profiler/tests/xprof_interop.rs.
+of overview_page's step-time table. Used by crates/profiler/tests/it/xprof_interop.rs.
 
   xprof_read.py FILE
 """

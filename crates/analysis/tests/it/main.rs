@@ -1,0 +1,20 @@
+//! xlens-analysis's integration tests, one binary: each module is one subject.
+
+mod advice;
+mod common;
+mod context;
+mod cost_model;
+mod diff;
+mod graph_viewer;
+mod hta;
+mod layers;
+mod memory_profile;
+mod memory_viewer;
+mod op_profile_agreement;
+mod overview_agreement;
+mod pytorch;
+mod pytorch_memory;
+mod real_samples;
+mod released_pages;
+mod summary_reads;
+mod trace_real;

@@ -1,0 +1,3 @@
+//! xlens-capture's integration tests, one binary: each module is one subject.
+
+mod capture;

@@ -1,0 +1,11 @@
+//! xlens's integration tests, one binary: each module is one subject.
+
+mod browser;
+mod buckets;
+mod cli;
+mod cloud;
+mod export;
+mod jax_interop;
+mod many_hosts;
+mod python;
+mod serve_access;

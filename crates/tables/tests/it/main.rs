@@ -1,0 +1,3 @@
+//! xlens-tables's integration tests, one binary: each module is one subject.
+
+mod roundtrip;

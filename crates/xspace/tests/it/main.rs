@@ -1,0 +1,3 @@
+//! xlens-xspace's integration tests, one binary: each module is one subject.
+
+mod robustness;
