@@ -57,14 +57,7 @@ pub fn map(file: &HostFile, paging: Paging) -> Result<FileBytes, LoadError> {
     CURRENT.store(Box::into_raw(path), Ordering::Release);
     // SAFETY: a truncation while mapped raises SIGBUS, which the handler above turns into an
     // error message and exit.
-    let bytes = unsafe { xlens_store::map(file, paging)? };
-    if std::env::var_os("XLENS_TEST_TRUNCATE_AFTER_MAP").is_some() {
-        // For the test of the handler: the file shrinks under the mapping.
-        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&file.path) {
-            let _ = f.set_len(bytes.bytes().len() as u64 / 4);
-        }
-    }
-    Ok(bytes)
+    unsafe { xlens_store::map(file, paging) }.map_err(LoadError::from)
 }
 
 /// Loads a host file through a mapping, reading only what `reads` says.
@@ -81,4 +74,52 @@ pub fn load_for(file: &HostFile, reads: Reads, paging: Paging) -> Result<Profile
         path: file.path.clone(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    const CHILD_FILE: &str = "XLENS_MAPPED_TEST_FILE";
+
+    /// The child's half of the test below, in a process of its own: it maps the file, truncates
+    /// it to a quarter under the mapping and decodes it. The SIGBUS handler ends the process.
+    #[test]
+    #[ignore = "run by a_file_truncated_while_mapped_is_an_error_naming_it in a child process"]
+    fn child_truncates_the_file_under_its_mapping() {
+        let Some(path) = std::env::var_os(CHILD_FILE).map(PathBuf::from) else {
+            return;
+        };
+        let session = &xlens_store::discover(&path).unwrap()[0];
+        let host = &session.hosts[0];
+        let bytes = super::map(host, xlens_store::Paging::Ahead).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(bytes.bytes().len() as u64 / 4).unwrap();
+        let _ = super::decode_bytes_for(&bytes, host.format, super::Reads::default());
+        panic!("decoding a file truncated under its mapping did not raise SIGBUS");
+    }
+
+    #[test]
+    fn a_file_truncated_while_mapped_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("xlens-mapped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("vm.xplane.pb");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/logdir/plugins/profile/jax_mlp_small/vm.xplane.pb");
+        std::fs::copy(fixture, &f).unwrap();
+        let before = std::fs::metadata(&f).unwrap().len();
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "--include-ignored", "--nocapture"])
+            .arg("mapped::tests::child_truncates_the_file_under_its_mapping")
+            .env(CHILD_FILE, &f)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(f.to_str().unwrap()), "{err}");
+        assert!(err.contains("changed while xlens read it"), "{err}");
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), before / 4);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
