@@ -202,7 +202,7 @@ pub enum CaptureError {
 }
 
 impl CaptureError {
-    /// The process exit code for this failure (documented in the README).
+    /// The process exit code for this failure (documented in docs/src/capture.md).
     pub fn exit_code(&self) -> i32 {
         match self {
             CaptureError::BadAddress { .. } | CaptureError::NoAddress => 2,

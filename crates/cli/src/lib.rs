@@ -165,7 +165,7 @@ enum Cmd {
         #[arg(long, value_enum)]
         format: Option<DiffFormat>,
         /// Exit 1 when this holds, e.g. `step_time.mean > +3%`, `peak_memory > +100MiB`,
-        /// `op:*fusion* > +10%`, `duty_cycle < 50` (repeatable; see README: Comparing runs).
+        /// `op:*fusion* > +10%`, `duty_cycle < 50` (repeatable; see docs/src/diff.md).
         #[arg(long = "fail-if")]
         fail_if: Vec<String>,
         /// PyTorch traces: which events the op diff counts (`first-step`: the first profiler
@@ -213,7 +213,7 @@ enum Cmd {
     },
     /// The map step of a pod-scale analysis: summarise host files (or every host below a
     /// directory) into Parquet tables, OUT/TABLE/HOST.parquet (OUT a folder or a gs://, s3://,
-    /// az:// URL); any scheduler can run one per file. Schema: docs/summary-tables.md.
+    /// az:// URL); any scheduler can run one per file. Schema: docs/src/summary-tables.md.
     Summarize {
         /// Profile files, session directories or log directories.
         #[arg(required = true)]
@@ -228,7 +228,7 @@ enum Cmd {
         jobs: Option<usize>,
     },
     /// SQL over the per-host summary tables (hosts, steps, step_breakdown, ops, modules; see
-    /// docs/summary-tables.md) with Apache DataFusion embedded. Each PATH is a folder of
+    /// docs/src/summary-tables.md) with Apache DataFusion embedded. Each PATH is a folder of
     /// summaries (what `xlens summarize --out` or `--write-summaries` wrote) or a log
     /// directory / session, whose hosts are summarised first (cached). Needs a build with
     /// `--features sql`.
@@ -262,7 +262,7 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Measure the trace viewer: index build and viewport query times (see README: Benchmarks).
+    /// Measure the trace viewer: index build and viewport query times (see PERFORMANCE.md).
     BenchTrace {
         /// A profile file: .xplane.pb or a PyTorch trace .json[.gz] (or use --synthetic).
         file: Option<PathBuf>,
@@ -354,7 +354,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: cloud::CloudCmd,
     },
-    /// Measure decode speed, memory and tool time on a profile (see README: Benchmarks).
+    /// Measure decode speed, memory and tool time on a profile (see PERFORMANCE.md).
     Bench {
         /// A profile file: .xplane.pb or a PyTorch trace .json[.gz].
         file: PathBuf,
@@ -1032,7 +1032,7 @@ fn sql_run(
         .collect();
     let hint = || {
         format!(
-            "(tables: {}; their columns: docs/summary-tables.md)",
+            "(tables: {}; their columns: docs/src/summary-tables.md)",
             xlens_tables::TABLES.join(", ")
         )
     };

@@ -34,7 +34,7 @@
 //! two clock reads and a push of a 40-byte record into a per-thread buffer that keeps its
 //! capacity between traces (no allocation per span in the steady state); names are
 //! `&'static str` and are interned into event metadata once, when the trace is written. See the
-//! `overhead` example and the README for measured numbers.
+//! `overhead` example and PERFORMANCE.md for measured numbers.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! SQL over the per-host summary tables (`docs/summary-tables.md`) with Apache DataFusion.
+//! SQL over the per-host summary tables (`docs/src/summary-tables.md`) with Apache DataFusion.
 //!
 //! Each table is registered as a DataFusion listing table over its Parquet files (one per
 //! host: the cache's, the ones next to the profiles, or a folder that `xlens summarize`

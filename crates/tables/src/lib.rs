@@ -4,7 +4,7 @@
 //! One host file gives one Parquet file per table; a run's table is the union of its hosts'
 //! files (a folder per table: `<dir>/<table>/<host>.parquet`). Every table starts with
 //! `session` and `host`, so the files of many hosts and sessions can be read as one table. The
-//! schema is in `docs/summary-tables.md`; [`SCHEMA_VERSION`] is written in `hosts`.
+//! schema is in `docs/src/summary-tables.md`; [`SCHEMA_VERSION`] is written in `hosts`.
 
 use std::sync::Arc;
 
