@@ -7,7 +7,7 @@
 //    further when the core's execution units or L1 are shared (a busy neighbour on the other
 //    hardware thread of the same physical core).
 // Pin it with `taskset -c N` to check the loops on one vCPU (the two threads of 1 then share it,
-// and read about 50% each: read 1 unpinned). See PERFORMANCE.md ("The VM's slow stretches").
+// and read about 50% each: read 1 unpinned). PERFORMANCE.md ("The machine") says what it shows.
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>

@@ -8,7 +8,7 @@
 #     that `../shared/tools/gen/make_profiles.sh large` writes); skipped without it.
 # Generated under $OUT (default /tmp/xlens-many-hosts), never committed.
 #
-#   benches/many_hosts.sh [BIG.xplane.pb]
+#   [CARGO_PROFILE=dist] [JOBS=1] benches/many_hosts.sh [BIG.xplane.pb]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIG=${1:-}
@@ -17,9 +17,12 @@ OUT=${OUT:-/tmp/xlens-many-hosts}
 JOBS=${JOBS:-auto}
 jobs_arg=()
 [ "$JOBS" = auto ] || jobs_arg=(--jobs "$JOBS")
-cargo build --release -q -p xlens --bin xlens --example many_hosts
-X=$PWD/target/release/xlens
-G=$PWD/target/release/examples/many_hosts
+# The Cargo profile built and measured (`dist` for figures to quote: fat LTO, one codegen unit).
+PROFILE=${CARGO_PROFILE:-release}
+cargo build --profile "$PROFILE" -q -p xlens --bin xlens --example many_hosts
+T=$PWD/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
+X=$T/xlens
+G=$T/examples/many_hosts
 S=../shared/samples/xprof-testdata/logdir/plugins/profile/gpu_multi_worker
 rm -rf "$OUT"
 mkdir -p "$OUT"

@@ -11,8 +11,9 @@ For each FILE:
   time to get it as a pyarrow.Table, the bytes pyarrow allocated for it (0 when the Rust buffers
   are shared, not copied), and the time of `.to_pandas()`.
 
-Best of --reps runs each. Usage:
-  benches/python_api.py FILE... [--python VENV/bin/python] [--xlens target/release/xlens] [--reps 3]
+Best of --reps runs each. Usage, with a Python that has the xlens wheel, pyarrow and pandas:
+  ${XLENS_WHEEL_PYTHON:-python3} benches/python_api.py FILE... [--xlens target/release/xlens] [--reps 3]
+(--python PY runs the measured interpreters with another Python than the one running this.)
 """
 
 import argparse

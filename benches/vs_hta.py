@@ -15,8 +15,9 @@ and warm (the median of ten imports in one process, which keeps its memory). Las
 the machine's speed before and after the rounds (`machine_check`), to tell which state of a VM
 that changes speed the figures were taken in.
 
-Usage (with a Python that has `holistictraceanalysis`, e.g. the venv of tests/hta/README.md):
-  /work/hta-venv/bin/python benches/vs_hta.py TRACE.json[.gz] [--reps 5] [--xlens target/release/xlens]
+Usage (with a Python that has `holistictraceanalysis`, e.g. the venv of tests/hta/README.md,
+whose python XLENS_HTA_PYTHON names):
+  ${XLENS_HTA_PYTHON:-python3} benches/vs_hta.py TRACE.json[.gz] [--reps 5] [--xlens target/release/xlens]
 """
 
 import argparse

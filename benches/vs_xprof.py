@@ -10,8 +10,8 @@ For each tool, both sides start cold in a fresh process:
 Each side runs --reps times, the two sides taking turns; the table gives the median and the
 range, and the ratio of medians.
 
-Usage (with a Python that has `xprof`, e.g. the one `.ci/run` makes):
-  .ci-venv/bin/python benches/vs_xprof.py PROFILE.xplane.pb [--reps 3]
+Usage (with a Python that has `xprof`, e.g. `.ci-venv/bin/python`, which `.ci/run` makes):
+  ${XLENS_XPROF_PYTHON:-.ci-venv/bin/python} benches/vs_xprof.py PROFILE.xplane.pb [--reps 3]
       [--tools overview_page,op_profile,hlo_stats,roofline_model] [--xlens target/release/xlens]
 """
 

@@ -7,9 +7,10 @@ fixtures/expected/hta/<sample name without .json.gz>.json. The two ranks of
 hta-trace_filter-sampled_rank-{0,1}.json.gz are also run together as one two-rank job
 (fixtures/expected/hta/trace_filter-sampled_ranks-0-1.json).
 
-Usage (from the repository root, with HTA installed in its own virtualenv):
+Usage (from the repository root, with HTA installed in its own virtualenv, whose python
+XLENS_HTA_PYTHON names; see tests/hta/README.md):
 
-    /work/hta-venv/bin/python tests/hta/reference.py [--out DIR] [PATH ...]
+    ${XLENS_HTA_PYTHON:-python3} tests/hta/reference.py [--out DIR] [PATH ...]
 
 PATH is a trace file (.json.gz / .json) or a directory of them; by default every trace in
 ../shared/samples/pytorch/ relative to the repository root. One line is printed per sample and

@@ -6,9 +6,10 @@ Runs `hta.trace_diff.TraceDiff.compare_traces` (and `TraceDiff.ops_diff`) on two
 directory), and writes what HTA computes to
 fixtures/expected/hta/trace_diff-control-test.json.
 
-Usage (from the repository root, with HTA installed in its own virtualenv):
+Usage (from the repository root, with HTA installed in its own virtualenv, whose python
+XLENS_HTA_PYTHON names; see tests/hta/README.md):
 
-    /work/hta-venv/bin/python tests/hta/trace_diff_reference.py [--out FILE] [CONTROL TEST]
+    ${XLENS_HTA_PYTHON:-python3} tests/hta/trace_diff_reference.py [--out FILE] [CONTROL TEST]
 
 CONTROL and TEST default to ../shared/samples/pytorch/hta-trace_diff-control.json.gz and
 ../shared/samples/pytorch/hta-trace_diff-test.json.gz relative to the repository root.
