@@ -5,7 +5,8 @@
 #
 # Usage: benches/same_answers.sh OLD_XLENS NEW_XLENS [PATH...]
 #   PATH: profiles or log dirs (default: fixtures/logdir as one log dir, each fixture host file,
-#   fixtures/invalid, and every .xplane.pb under ../shared/samples when it exists).
+#   fixtures/invalid, each PyTorch trace under fixtures/pytorch, and every .xplane.pb and
+#   PyTorch trace (.json.gz) under ../shared/samples when it exists).
 # The roofline tools get fixed peaks (--peak-flops/--peak-bw) so that CPU profiles do not depend
 # on this machine's measured peak. Exits 1 when any output differs, and names each difference.
 set -uo pipefail
@@ -17,8 +18,10 @@ paths=("$@")
 if [ ${#paths[@]} -eq 0 ]; then
   paths=(fixtures/logdir fixtures/invalid)
   while IFS= read -r f; do paths+=("$f"); done < <(find fixtures/logdir -name '*.xplane.pb*' | sort)
+  while IFS= read -r f; do paths+=("$f"); done < <(find fixtures/pytorch -name '*.json*' | sort)
   if [ -d ../shared/samples ]; then
     while IFS= read -r f; do paths+=("$f"); done < <(find ../shared/samples -name '*.xplane.pb' | sort)
+    while IFS= read -r f; do paths+=("$f"); done < <(find ../shared/samples/pytorch -name '*.json.gz' | sort)
   fi
 fi
 tools=$("$old" tools --json | python3 -c 'import json,sys; print(" ".join(t["name"] for t in json.load(sys.stdin)))')
