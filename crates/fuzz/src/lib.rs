@@ -51,7 +51,7 @@
 //! parser runs on every `--cli-every`-th tool request (default 4).
 //!
 //! Every crash found becomes a regression test: its minimized input under
-//! `crates/fuzz/regressions/<target>/`, replayed by `tests/regressions.rs`.
+//! `crates/fuzz/regressions/<target>/`, replayed by `tests/it/regressions.rs`.
 
 pub mod engine;
 pub mod havoc;

@@ -97,7 +97,7 @@ pub enum Reads {
 /// device of an op or allocation (`device_ordinal`, read by the trace viewer and the memory
 /// profile). Together they are 7 of the 16.7 million event stats of the 207 MB
 /// `make_profiles.sh large` profile. A summary from a read without them equals one from a full
-/// read (`crates/analysis/tests/summary_reads.rs`).
+/// read (`crates/analysis/tests/it/summary_reads.rs`).
 pub const SUMMARY_UNUSED_STATS: &[&str] = &["_src", "run_id", "device_ordinal"];
 
 /// Decodes bytes from the store with the importer for `format` (the XSpace importer releases
