@@ -22,5 +22,7 @@ lo, hi = steps[first][0], steps[last][1]
 kept = [e for e in events if e.get("ph") == "M" or ("ts" in e and lo <= float(e["ts"]) < hi)]
 trace["traceEvents"] = kept
 with gzip.open(dst, "wt", compresslevel=9) as f:
-    json.dump(trace, f, separators=(",", ":"))
+    # Python's default separators (`"rank": 1`, with a space): HTA finds a trace's rank with a
+    # regular expression that wants the space, and takes rank 0 without it.
+    json.dump(trace, f)
 print(f"{src}: steps {first}..{last}: kept {len(kept)} of {len(events)} events", file=sys.stderr)
