@@ -860,9 +860,8 @@ impl Importer {
         self.bind_flows();
         let origin = self.min_ts;
         let p = &mut self.p;
-        p.origin_ps = self.anchor.unwrap_or(0)
-            + i128::from(origin)
-            + self.base_time_ns.map_or(0, |b| i128::from(b) * 1000);
+        p.base_time_ps = self.base_time_ns.map_or(0, |b| i128::from(b) * 1000);
+        p.origin_ps = self.anchor.unwrap_or(0) + i128::from(origin) + p.base_time_ps;
         // Kineto writes wall-clock microseconds (since the epoch), or times relative to
         // `baseTimeNanoseconds`, which is.
         p.origin_is_wall_clock =

@@ -94,6 +94,9 @@ pub struct Profile {
     /// else on the producer's own clock (e.g. relative to a profile start that was not recorded).
     pub origin_ps: i128,
     pub origin_is_wall_clock: bool,
+    /// The part of `origin_ps` the file's own times leave out (a Chrome trace's
+    /// `baseTimeNanoseconds`); 0 when its times are absolute.
+    pub base_time_ps: i128,
     pub planes: Vec<Plane>,
     pub hostnames: Vec<String>,
     /// Errors and warnings the producer recorded while profiling.

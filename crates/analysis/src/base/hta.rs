@@ -228,7 +228,9 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
         rank: rank(p).unwrap_or(0),
         ..HtaTrace::default()
     };
-    let micros = Micros::of(p.origin_ps);
+    // Times as the file writes them (less `baseTimeNanoseconds`), which HTA reads.
+    let written = p.origin_ps - p.base_time_ps;
+    let micros = Micros::of(written);
     // Read once into the list kept (times as read, the end as the start plus the duration),
     // then rounded in place where any time is not whole (rounding changes it).
     let (mut events, mut rounded) = (Vec::new(), false);
@@ -250,8 +252,7 @@ pub fn hta_trace(p: &Profile) -> HtaTrace {
     if rounded {
         for e in &mut events {
             let (start, dur) = (e.start_ps, e.end_ps.saturating_sub(e.start_ps));
-            e.start_ps = micros.round(start, 0, true);
-            e.end_ps = micros.round(start, dur, false);
+            (e.start_ps, e.end_ps) = float_rounded(written, start, dur);
         }
     }
     out.rounded = rounded;
@@ -304,6 +305,27 @@ impl Micros {
             i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
         })
     }
+}
+
+/// HTA's nanosecond rounding of one event, with its arithmetic: the start and duration as the
+/// f64 microseconds a JSON reader makes of their text (on the file's own axis, `written` ps),
+/// the end their f64 sum, then the start rounded up and the end down to whole microseconds.
+/// Times near today's epoch resolve only 0.25 µs as f64, so an end less than 0.125 µs below a
+/// whole microsecond becomes that microsecond: rounding the exact times instead put a tenth of
+/// the nanosecond-resolution events 1 µs off HTA.
+fn float_rounded(written: i128, start: i64, dur: i64) -> (i64, i64) {
+    let as_f64 = |ps: i128| -> f64 {
+        let (w, f) = (ps.unsigned_abs() / 1_000_000, ps.unsigned_abs() % 1_000_000);
+        let sign = if ps < 0 { "-" } else { "" };
+        format!("{sign}{w}.{f:06}").parse().unwrap_or(f64::NAN)
+    };
+    let t = as_f64(written + i128::from(start));
+    let d = as_f64(i128::from(dur));
+    let back = |us: f64| -> i64 {
+        let v = (us as i128) * 1_000_000 - written;
+        i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+    };
+    (back(t.ceil()), back((t + d).floor()))
 }
 
 #[cfg(test)]

@@ -32,6 +32,18 @@ fn files() -> Vec<PathBuf> {
     .iter()
     .map(|f| root().join(f))
     .collect();
+    // More public traces (fixtures/pytorch/tb_plugin/SOURCES.md): PyTorch 1.8, 1.9 and 2.x,
+    // nanosecond resolution among them.
+    let mut more: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/pytorch/tb_plugin"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    more.sort();
+    // Not the traces HTA cannot load (its figures are an error): the MI300 trace's stream ids
+    // overflow the 16-bit column HTA 0.5.0 gives them.
+    more.retain(|f| expected(f)["load"]["ok"] != false);
+    out.extend(more);
     let shared = root().join("../shared/samples/pytorch");
     if shared.is_dir() {
         let mut more: Vec<PathBuf> = std::fs::read_dir(&shared)
@@ -218,6 +230,10 @@ fn kernel_breakdown_equals_htas() {
                 )
             })
             .collect();
+        // HTA sorts interval ends with an unstable sort: where one type's kernel ends as
+        // another's starts it may list that instant as an overlap of no time. xlens lists
+        // time only.
+        w.retain(|r| r.1 != 0.0);
         w.sort_by(|a, b| a.0.cmp(&b.0));
         g.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(g, w, "{name}");
