@@ -26,7 +26,9 @@ pub struct HostClock {
     /// `step ends`, `collective ends` or `step and collective ends` (aligned on those),
     /// `reference` (the host others are aligned to), `raw clock` (nothing shared with the
     /// reference, or alignment off), `raw clock (ends disagree)` (fewer than [`MIN_STEPS`]
-    /// shared ends, or a residual over half the correction: the figures stay here).
+    /// shared ends, or a residual over half the correction: the figures stay here),
+    /// `raw clock (another job: ...)` (its ends lie apart from the reference's by more than
+    /// the longer of their spans and a second: not one job).
     pub basis: &'static str,
     /// Added by the alignment (0 when not aligned).
     pub correction_ps: i64,
@@ -89,6 +91,25 @@ pub fn align<S: AsRef<str>, C: AsRef<str>>(
             .filter_map(|(n, e)| Some(theirs.get(n.as_ref())? - e.saturating_add(raw)))
             .collect()
     }
+    // The first and last end of a host on its own clock: hosts whose spans lie apart by more
+    // than the longer of them (and a second) are not one job, whatever names their ends share
+    // (two runs of one program a day apart).
+    let window = |h: usize| -> Option<(i64, i64)> {
+        let all = ends[h]
+            .iter()
+            .map(|x| x.1)
+            .chain(collectives.get(h).into_iter().flatten().map(|x| x.1));
+        let (lo, hi) = all.fold((i64::MAX, i64::MIN), |(a, b), e| (a.min(e), b.max(e)));
+        (lo <= hi).then(|| (lo.saturating_add(raw[h]), hi.saturating_add(raw[h])))
+    };
+    fn one_job(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> bool {
+        let (Some(a), Some(b)) = (a, b) else {
+            return true;
+        };
+        let gap = a.0.max(b.0).saturating_sub(a.1.min(b.1));
+        let slack = (a.1 - a.0).max(b.1 - b.0).max(1_000_000_000_000);
+        gap <= slack
+    }
     let steps_at_ref = at(&ends[r], raw[r]);
     let colls_at_ref = collectives
         .get(r)
@@ -102,6 +123,16 @@ pub fn align<S: AsRef<str>, C: AsRef<str>>(
                 d.extend(diffs(c, &colls_at_ref, raw[h]));
             }
             let colls = d.len() - steps;
+            if h != r && !one_job(window(h), window(r)) {
+                return HostClock {
+                    matched_collectives: colls,
+                    matched_steps: steps,
+                    ..unaligned(
+                        h,
+                        "raw clock (another job: its time is apart from the reference's)",
+                    )
+                };
+            }
             if h == r || d.is_empty() {
                 return HostClock {
                     matched_collectives: colls,

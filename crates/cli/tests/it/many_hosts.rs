@@ -919,3 +919,44 @@ fn the_reduce_runs_on_a_ballista_cluster() {
     drop(scheduler);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two runs of one program captured a day apart (the PyTorch TensorBoard plugin's ResNet-50
+/// samples) in one folder are two jobs: their `ProfilerStep#N` share names, but no clock is
+/// moved to align them.
+#[test]
+fn runs_a_day_apart_in_one_folder_are_not_aligned() {
+    let dir = std::env::temp_dir().join(format!("xlens-two-jobs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pytorch/tb_plugin");
+    for (f, to) in [
+        (
+            "resnet50_num_workers_0.pt.trace.json.gz",
+            "a.pt.trace.json.gz",
+        ),
+        (
+            "resnet50_num_workers_4.pt.trace.json.gz",
+            "b.pt.trace.json.gz",
+        ),
+    ] {
+        std::fs::copy(src.join(f), dir.join(to)).unwrap();
+    }
+    let clocks = clocks_of(&["tool", "trace_viewer", "--width", "10"], &dir);
+    assert_eq!(clocks.len(), 2, "{clocks:?}");
+    assert_eq!(clocks[0]["basis"], "reference");
+    assert!(
+        clocks[1]["basis"]
+            .as_str()
+            .unwrap()
+            .starts_with("raw clock (another job"),
+        "{clocks:?}"
+    );
+    assert_eq!(clocks[1]["correction_ps"], 0);
+    // The raw clocks are about 19 hours apart.
+    let apart = (clocks[1]["raw_offset_ps"].as_i64().unwrap()
+        - clocks[0]["raw_offset_ps"].as_i64().unwrap())
+    .abs();
+    assert!(apart > 3600 * 1_000_000_000_000, "{apart}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
