@@ -18,7 +18,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use xlens_analysis::base::step_db::{StepRow, CATEGORIES};
+use xlens_analysis::base::step_db::{StepModel, StepRow, N_CATEGORIES};
 use xlens_analysis::base::summary::{
     HostSummary, ModuleSummary, OpSummary, SharedText, SUMMARY_VERSION,
 };
@@ -200,7 +200,7 @@ pub fn to_batches(s: &HostSummary) -> Result<Vec<(&'static str, RecordBatch)>, T
     let mut ps = Int64Builder::new();
     let mut rows = 0;
     for (i, r) in s.steps.iter().enumerate() {
-        for (c, v) in CATEGORIES.iter().zip(&r.breakdown_ps) {
+        for (c, v) in s.step_model.categories().iter().zip(&r.breakdown_ps) {
             step.append_value(&r.name);
             idx.append_value(u32::try_from(i).unwrap_or(u32::MAX));
             cat.append_value(c.id);
@@ -436,6 +436,7 @@ pub fn from_parquet_sharing(
             .then(|| (span_b.value(0), span_e.value(0))),
         dropped_edges: col::<BooleanArray>(&h, t, "dropped_edges")?.value(0),
         steps: Vec::new(),
+        step_model: StepModel::Xprof,
         ops: Vec::new(),
         modules: Vec::new(),
         collective_ends: Vec::new(),
@@ -462,7 +463,7 @@ pub fn from_parquet_sharing(
             text(name, i),
             begin.value(i),
             dur.value(i),
-            [0; CATEGORIES.len()],
+            [0; N_CATEGORIES],
         ));
     }
 
@@ -474,8 +475,17 @@ pub fn from_parquet_sharing(
         col::<Int64Array>(&b, t, "ps")?,
     );
     for i in 0..b.num_rows() {
+        // The step model is the one whose columns these are (XProf's and the PyTorch plugin's
+        // share only `other`).
+        if StepModel::of_category(cat.value(i)) == Some(StepModel::Pytorch) {
+            s.step_model = StepModel::Pytorch;
+        }
         let step = s.steps.get_mut(idx.value(i) as usize);
-        let c = CATEGORIES.iter().position(|c| c.id == cat.value(i));
+        let c = s
+            .step_model
+            .categories()
+            .iter()
+            .position(|c| c.id == cat.value(i));
         match (step, c) {
             (Some(step), Some(c)) => step.breakdown_ps[c] = ps.value(i),
             _ => {

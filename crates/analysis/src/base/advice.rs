@@ -30,10 +30,70 @@ use serde::Serialize;
 
 use crate::base::context::Analysis;
 use crate::base::device::DeviceKind;
-use crate::base::step_db::{StepRow, CATEGORIES};
+use crate::base::step_db::{Category, StepRow};
 
 /// Input share from which a host is input-bound (XProf calls 20% "highly input-bound").
 pub const INPUT_PCT: f64 = 20.0;
+/// DataLoader share from which a PyTorch run is input-bound (the PyTorch TensorBoard plugin
+/// recommends more DataLoader workers above 5%).
+pub const DATALOADER_PCT: f64 = 5.0;
+
+/// Which breakdown columns answer each question, by the step model's categories.
+struct Roles {
+    categories: &'static [Category],
+    input: &'static str,
+    input_pct: f64,
+    busy: &'static [&'static str],
+    collectives: &'static str,
+    host_compute: &'static str,
+    torch: bool,
+}
+
+impl Roles {
+    fn of(db: &crate::base::step_db::StepDb) -> Roles {
+        if db.torch.is_some() {
+            Roles {
+                categories: db.categories(),
+                input: "dataloader",
+                input_pct: DATALOADER_PCT,
+                busy: &["kernel", "memcpy", "memset", "communication"],
+                collectives: "communication",
+                host_compute: "cpu_exec",
+                torch: true,
+            }
+        } else {
+            Roles {
+                categories: db.categories(),
+                input: "input",
+                input_pct: INPUT_PCT,
+                busy: &["device_compute", "device_collectives", "device_to_device"],
+                collectives: "device_collectives",
+                host_compute: "host_compute",
+                torch: false,
+            }
+        }
+    }
+
+    fn at(&self, id: &str) -> usize {
+        self.categories
+            .iter()
+            .position(|c| c.id == id)
+            .unwrap_or(usize::MAX)
+    }
+
+    /// A step's time in column `id`.
+    fn of_step(&self, st: &StepRow, id: &str) -> i64 {
+        st.breakdown_ps.get(self.at(id)).copied().unwrap_or(0)
+    }
+
+    /// A step's device-busy time.
+    fn busy_of(&self, st: &StepRow) -> i64 {
+        self.busy
+            .iter()
+            .map(|id| self.of_step(st, id))
+            .fold(0, i64::saturating_add)
+    }
+}
 /// Exposed collective share from which a host is collective-bound.
 pub const COLLECTIVE_PCT: f64 = 20.0;
 /// Device-busy share under which a host is host-bound.
@@ -192,8 +252,14 @@ pub struct StepRange {
 }
 
 /// Rules 1 to 4 on one step's shares; `ComputeBound` when the device is the limit.
-fn classify(input: f64, collective: f64, busy: f64, host_compute: f64) -> Bottleneck {
-    if input >= INPUT_PCT {
+fn classify(
+    input: f64,
+    input_pct: f64,
+    collective: f64,
+    busy: f64,
+    host_compute: f64,
+) -> Bottleneck {
+    if input >= input_pct {
         Bottleneck::InputBound
     } else if collective >= COLLECTIVE_PCT {
         Bottleneck::CollectiveBound
@@ -282,6 +348,7 @@ fn exposed_in(comm: &[(i64, i64)], comp: &[(i64, i64)], lo: i64, hi: i64) -> i64
 /// Each step classified, consecutive equal verdicts merged.
 fn step_ranges(
     a: &Analysis,
+    roles: &Roles,
     steps: &[StepRow],
     kind: DeviceKind,
     cpu_coll: Option<&(Intervals, Intervals)>,
@@ -295,28 +362,24 @@ fn step_ranges(
     }
     let mut out: Vec<StepRange> = Vec::new();
     for st in steps {
-        let of = |id: &str| st.breakdown_ps.get(cat(id)).copied().unwrap_or(0);
+        let of = |id: &str| roles.of_step(st, id);
         let d = st.duration_ps;
         let busy = match &cpu_busy {
             Some(m) => pct(m.get(&st.begin_ps).copied().unwrap_or(0), d),
-            None => pct(
-                of("device_compute")
-                    .saturating_add(of("device_collectives"))
-                    .saturating_add(of("device_to_device")),
-                d,
-            ),
+            None => pct(roles.busy_of(st), d),
         };
         let collective = match cpu_coll {
             Some((comm, comp)) => {
                 exposed_in(comm, comp, st.begin_ps, st.begin_ps.saturating_add(d))
             }
-            None => of("device_collectives"),
+            None => of(roles.collectives),
         };
         let b = classify(
-            pct(of("input"), d),
+            pct(of(roles.input), d),
+            roles.input_pct,
             pct(collective, d),
             busy,
-            pct(of("host_compute"), d),
+            pct(of(roles.host_compute), d),
         );
         let end = st.begin_ps.saturating_add(d);
         match out.last_mut() {
@@ -337,10 +400,6 @@ fn step_ranges(
     out
 }
 
-fn cat(id: &str) -> usize {
-    CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0)
-}
-
 fn pct(part: i64, whole: i64) -> f64 {
     if whole <= 0 {
         0.0
@@ -352,6 +411,7 @@ fn pct(part: i64, whole: i64) -> f64 {
 /// The advice for one host; `None` for a profile with no time at all.
 pub fn advise(a: &Analysis) -> Option<Advice> {
     let db = a.step_db();
+    let roles = Roles::of(&db);
     let steps: &[StepRow] = if db.steps.is_empty() {
         &db.steps_all
     } else {
@@ -373,14 +433,13 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         return None;
     }
     let sum_cat = |id: &str| -> i64 {
-        let i = cat(id);
         steps
             .iter()
-            .map(|s| s.breakdown_ps.get(i).copied().unwrap_or(0))
+            .map(|s| roles.of_step(s, id))
             .fold(0, i64::saturating_add)
     };
-    let input = pct(sum_cat("input"), whole);
-    let host_compute = pct(sum_cat("host_compute"), whole);
+    let input = pct(sum_cat(roles.input), whole);
+    let host_compute = pct(sum_cat(roles.host_compute), whole);
 
     // Exposed collectives.
     let cpu_coll = match kind {
@@ -425,7 +484,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         };
         pct(exposed_in(comm, comp, lo, hi), whole)
     } else {
-        pct(sum_cat("device_collectives"), whole)
+        pct(sum_cat(roles.collectives), whole)
     };
 
     // Device busy.
@@ -442,9 +501,10 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             _ => pct(om.total_self_time_ps, whole),
         },
         _ if total > 0 => pct(
-            sum_cat("device_compute")
-                .saturating_add(sum_cat("device_collectives"))
-                .saturating_add(sum_cat("device_to_device")),
+            steps
+                .iter()
+                .map(|s| roles.busy_of(s))
+                .fold(0, i64::saturating_add),
             whole,
         ),
         _ => {
@@ -464,7 +524,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
 
     // Memory-bound share of op time (ops with a cost model only), needed only when the device is
     // the limit (it builds the op table, the costliest of these figures).
-    let device_limited = input < INPUT_PCT && collective < COLLECTIVE_PCT && busy >= BUSY_PCT;
+    let device_limited = input < roles.input_pct && collective < COLLECTIVE_PCT && busy >= BUSY_PCT;
     let memory_bound = if device_limited {
         let ops = a.hlo_ops(Default::default());
         // Roofs measured on the machine running xlens (CPU profiles) vary from run to run and
@@ -514,26 +574,18 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         _ => "the device",
     };
     let worst = |id: &str| {
-        let i = cat(id);
-        steps
-            .iter()
-            .max_by_key(|s| s.breakdown_ps.get(i).copied().unwrap_or(0))
-            .map(|s| {
-                (
-                    s.name.clone(),
-                    (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
-                )
-            })
+        steps.iter().max_by_key(|s| roles.of_step(s, id)).map(|s| {
+            (
+                s.name.clone(),
+                (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
+            )
+        })
     };
     let least_busy = || {
         steps
             .iter()
             .min_by_key(|s| {
-                let b = s
-                    .breakdown_ps
-                    .get(cat("device_compute"))
-                    .copied()
-                    .unwrap_or(0);
+                let b = roles.of_step(s, roles.busy[0]);
                 (b as f64 / s.duration_ps.max(1) as f64 * 1e6) as i64
             })
             .map(|s| {
@@ -543,7 +595,15 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
                 )
             })
     };
-    let (bottleneck, summary, suggestion, tool, w) = if input >= INPUT_PCT {
+    let (bottleneck, summary, suggestion, tool, w) = if roles.torch && input >= roles.input_pct {
+        (
+            Bottleneck::InputBound,
+            format!("input-bound: the DataLoader takes {input:.1}% of step time (threshold {DATALOADER_PCT}%)"),
+            "Load batches in worker processes and ahead of the step: DataLoader(num_workers=N) (e.g. the CPU cores per GPU), pin_memory=True, prefetch_factor=2 or more, persistent_workers=True; move decoding and augmentation off the training process.",
+            "overview_page",
+            worst(roles.input),
+        )
+    } else if input >= INPUT_PCT {
         (
             Bottleneck::InputBound,
             format!("input-bound: {input:.1}% of step time waits for input (threshold {INPUT_PCT}%)"),
@@ -574,7 +634,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
                             (s.begin_ps, s.begin_ps.saturating_add(s.duration_ps)),
                         )
                     }),
-                None => worst("device_collectives"),
+                None => worst(roles.collectives),
             },
         )
     } else if busy < IDLE_PCT && host_compute < IDLE_PCT {
@@ -589,7 +649,11 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         (
             Bottleneck::HostBound,
             format!("host-bound: {device} busy only {busy:.1}% of step time (threshold {BUSY_PCT}%); the rest is launch, dispatch or Python overhead"),
-            "Give the device bigger pieces of work: jit/compile larger functions, fuse small ops, raise the batch size, use CUDA graphs, move Python work out of the step.",
+            if roles.torch {
+                "Give the GPU bigger pieces of work with less host work between them: raise the batch size, capture the step with CUDA graphs (torch.compile(mode=\"reduce-overhead\") or torch.cuda.graphs), fuse small ops with torch.compile, move Python work out of the step."
+            } else {
+                "Give the device bigger pieces of work: jit/compile larger functions, fuse small ops, raise the batch size, use CUDA graphs, move Python work out of the step."
+            },
             "trace_viewer",
             least_busy(),
         )
@@ -600,15 +664,23 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             format!("memory-bandwidth-bound: {device} busy {busy:.1}% of step time and {m:.1}% of op time is in ops under the memory roof (threshold {MEMORY_BOUND_PCT}%)"),
             "Move fewer bytes: fuse element-wise ops, use lower precision, better layouts; the roofline shows which ops sit under the memory roof.",
             "roofline_model",
-            worst("device_compute"),
+            worst(roles.busy[0]),
         )
     } else {
         (
             Bottleneck::ComputeBound,
             format!("compute-bound: {device} busy {busy:.1}% of step time (at least {BUSY_PCT}%)"),
-            "The device is the limit: look at the costliest ops (op profile) for lower precision, better kernels or less work per step.",
-            "op_profile",
-            worst("device_compute"),
+            if roles.torch {
+                "The GPU is the limit: look at the costliest kernels and operators (kernel_stats, framework_op_stats); run eligible ops in lower precision on Tensor Cores (torch.autocast with bf16 or fp16), fuse with torch.compile, or do less work per step."
+            } else {
+                "The device is the limit: look at the costliest ops (op profile) for lower precision, better kernels or less work per step."
+            },
+            if roles.torch {
+                "kernel_stats"
+            } else {
+                "op_profile"
+            },
+            worst(roles.busy[0]),
         )
     };
     figures.retain(|f| f.percent.is_finite());
@@ -621,6 +693,6 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         tool,
         worst_step: w.as_ref().map(|x| x.0.clone()),
         window_ps: w.map(|x| x.1),
-        step_ranges: step_ranges(a, steps, kind, cpu_coll.as_ref()),
+        step_ranges: step_ranges(a, &roles, steps, kind, cpu_coll.as_ref()),
     })
 }

@@ -29,4 +29,5 @@ pub mod summary;
 pub mod tool;
 pub mod torch_memory;
 pub mod torch_ops;
+pub mod torch_steps;
 pub mod trace;

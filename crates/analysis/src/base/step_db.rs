@@ -244,6 +244,87 @@ pub struct StepDb {
     /// Whether the first and last step were dropped from [`StepDb::steps`].
     pub dropped_edges: bool,
     pub notes: Vec<String>,
+    /// How the steps were formed, which says the breakdown's columns.
+    #[serde(skip)]
+    pub model: StepModel,
+    /// PyTorch traces: the steps as the PyTorch TensorBoard plugin forms them, with its GPU
+    /// figures ([`crate::base::torch_steps`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torch: Option<TorchFigures>,
+}
+
+/// How a host's steps are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepModel {
+    /// XProf's step grouping and breakdown ([`CATEGORIES`]).
+    #[default]
+    Xprof,
+    /// The PyTorch TensorBoard plugin's ([`crate::base::torch_steps`]).
+    Pytorch,
+}
+
+impl StepModel {
+    /// The breakdown's columns: `breakdown_ps[i]` of a step is `categories()[i]`.
+    pub fn categories(self) -> &'static [Category] {
+        match self {
+            StepModel::Xprof => CATEGORIES,
+            StepModel::Pytorch => crate::base::torch_steps::TORCH_CATEGORIES,
+        }
+    }
+
+    /// The model whose columns include the category `id` only it has.
+    pub fn of_category(id: &str) -> Option<StepModel> {
+        [StepModel::Xprof, StepModel::Pytorch]
+            .into_iter()
+            .find(|m| m.categories().iter().any(|c| c.id == id))
+    }
+}
+
+/// What a PyTorch trace's steps carry beyond the rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchFigures {
+    pub gpus: Vec<crate::base::torch_steps::TorchGpu>,
+    pub comm_overlap: Vec<crate::base::torch_steps::CommOverlap>,
+    pub has_device: bool,
+}
+
+impl StepDb {
+    /// The index of the breakdown column with id `id` in this host's [`StepDb::categories`].
+    pub fn category(&self, id: &str) -> Option<usize> {
+        self.categories().iter().position(|c| c.id == id)
+    }
+
+    /// The breakdown's columns.
+    pub fn categories(&self) -> &'static [Category] {
+        self.model.categories()
+    }
+
+    /// A PyTorch trace's steps as [`crate::base::torch_steps::torch_steps`] forms them.
+    pub fn of_torch(t: crate::base::torch_steps::TorchSteps) -> StepDb {
+        let hardware = if t.has_device {
+            Hardware::Gpu
+        } else {
+            Hardware::CpuOnly
+        };
+        let mut notes = vec!["Steps as the PyTorch profiler's TensorBoard plugin (torch-tb-profiler) forms them: each `ProfilerStep#N` from the previous step's end to the end of the device work launched inside it; every step kept (XProf's rule of dropping the first and last applies to XSpace profiles only).".to_string()];
+        notes.extend(t.notes);
+        StepDb {
+            hardware,
+            pre_grouped: false,
+            groups: t.rows.len(),
+            steps: t.rows.clone(),
+            steps_all: t.rows,
+            dropped_edges: false,
+            notes,
+            model: StepModel::Pytorch,
+            torch: Some(TorchFigures {
+                gpus: t.gpus,
+                comm_overlap: t.comm_overlap,
+                has_device: t.has_device,
+            }),
+        }
+    }
 }
 
 const STEPS_LINE_ID: i64 = -559038737; // 0xdeadbeef as i32: XProf's derived "Steps" line.
@@ -1982,6 +2063,7 @@ pub struct StepDbPrep<'a> {
     hardware: Hardware,
     keys: Keys,
     flat: Option<Unmerged<'a>>,
+    torch: Option<crate::base::torch_steps::TorchSteps>,
 }
 
 /// See [`StepDbPrep`].
@@ -1996,12 +2078,15 @@ pub fn step_db_prepare(p: &Profile) -> StepDbPrep<'_> {
         Hardware::CpuOnly
     };
     let keys = Keys::new(p);
-    let flat = (hardware != Hardware::Tpu).then(|| flatten(p, &keys));
+    // A PyTorch trace's steps are the PyTorch plugin's.
+    let torch = crate::base::torch_steps::torch_steps(p);
+    let flat = (hardware != Hardware::Tpu && torch.is_none()).then(|| flatten(p, &keys));
     StepDbPrep {
         p,
         hardware,
         keys,
         flat,
+        torch,
     }
 }
 
@@ -2009,6 +2094,9 @@ impl StepDbPrep<'_> {
     /// Groups the events into steps and breaks each step down.
     pub fn finish(self) -> StepDb {
         let notes = Vec::new();
+        if let Some(t) = self.torch {
+            return StepDb::of_torch(t);
+        }
         match self.flat {
             Some(flat) => steps_of(self.hardware, &self.keys, flat.merge(), notes),
             None => tpu_steps(self.p, notes),
@@ -2073,6 +2161,8 @@ fn steps_of(hardware: Hardware, k: &Keys, mut flat: Flat<'_>, mut notes: Vec<Str
         steps_all: rows,
         dropped_edges: dropped,
         notes,
+        model: StepModel::Xprof,
+        torch: None,
     }
 }
 
@@ -2128,6 +2218,8 @@ fn tpu_steps(p: &Profile, mut notes: Vec<String>) -> StepDb {
         steps_all: rows,
         dropped_edges: false,
         notes,
+        model: StepModel::Xprof,
+        torch: None,
     }
 }
 

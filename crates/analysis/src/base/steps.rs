@@ -13,6 +13,11 @@ pub enum StepSource {
     StepAnnotation,
     /// A device plane's `Steps` line.
     DeviceStepsLine,
+    /// A PyTorch trace's `ProfilerStep#N`, extended to the device work launched in each, as
+    /// the PyTorch TensorBoard plugin forms them ([`crate::base::torch_steps`]).
+    TorchProfilerSteps,
+    /// XProf's step table (grouped as XProf groups them, the first and last dropped past five).
+    XprofSteps,
 }
 
 /// One step.
@@ -57,6 +62,43 @@ impl Steps {
         }
     }
 
+    /// The steps of a PyTorch trace ([`crate::base::torch_steps`]).
+    fn of_torch(t: &crate::base::torch_steps::TorchSteps) -> Steps {
+        let steps = t
+            .rows
+            .iter()
+            .map(|r| Step {
+                step_num: r
+                    .name
+                    .strip_prefix("ProfilerStep#")
+                    .and_then(|n| n.parse().ok()),
+                start_ps: r.begin_ps,
+                dur_ps: r.duration_ps,
+            })
+            .collect();
+        Steps::from(
+            StepSource::TorchProfilerSteps,
+            "ProfilerStep#N".to_string(),
+            steps,
+        )
+    }
+
+    /// The steps of XProf's step table in `db`; `name` is what the steps were annotated as.
+    pub fn of_step_db(db: &crate::base::step_db::StepDb, name: Option<String>) -> Steps {
+        let steps = db
+            .steps
+            .iter()
+            .map(|r| Step {
+                step_num: r.name.rsplit_once(' ').and_then(|(_, n)| n.parse().ok()),
+                start_ps: r.begin_ps,
+                dur_ps: r.duration_ps,
+            })
+            .collect();
+        let mut s = Steps::from(StepSource::XprofSteps, String::new(), steps);
+        s.name = name;
+        s
+    }
+
     fn none() -> Steps {
         Steps {
             source: None,
@@ -70,9 +112,15 @@ impl Steps {
     }
 }
 
-/// Finds the steps of a host: user step annotations first (they are what the program declared),
-/// else the `Steps` line of the first device plane that has one.
+/// Finds the steps of a host: a PyTorch trace's as the PyTorch plugin forms them (the same as
+/// its step database's); else user step annotations (they are what the program declared), else
+/// the `Steps` line of the first device plane that has one.
 pub fn find_steps(p: &Profile) -> Steps {
+    if p.key("cat").is_some() {
+        if let Some(t) = crate::base::torch_steps::torch_steps(p) {
+            return Steps::of_torch(&t);
+        }
+    }
     if let Some(s) = annotated_steps(p) {
         return s;
     }

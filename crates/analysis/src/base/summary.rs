@@ -17,7 +17,7 @@ use crate::base::context::Analysis;
 use crate::base::hlo_ops::{host_ops_with, Detail};
 use crate::base::hosts::{AllHosts, HostSteps, OpsAcrossHosts};
 use crate::base::peaks::UserPeaks;
-use crate::base::step_db::{StepRow, CATEGORIES};
+use crate::base::step_db::{StepModel, StepRow};
 use xlens_store::HostFile;
 
 /// Bumped whenever what a summary holds, or how it is computed, changes (cached summaries of an
@@ -101,8 +101,12 @@ pub struct HostSummary {
     pub span_ps: Option<(i64, i64)>,
     /// Whether XProf's step table drops the first and the last of `steps` (more than five).
     pub dropped_edges: bool,
-    /// Every well-formed step, breakdown by [`CATEGORIES`] (per-event-type times not kept).
+    /// Every well-formed step, breakdown by `step_model`'s categories (per-event-type times
+    /// not kept).
     pub steps: Vec<StepRow>,
+    /// How the steps were formed (XProf's rules, or the PyTorch plugin's).
+    #[serde(skip)]
+    pub step_model: StepModel,
     pub ops: Vec<OpSummary>,
     pub modules: Vec<ModuleSummary>,
     /// The ends of its collectives that every host finishes together, keyed by op, occurrence
@@ -164,6 +168,7 @@ impl HostSummary {
             dropped_edges: db.dropped_edges,
             collective_ends,
             steps: db.steps_all.clone(),
+            step_model: db.model,
             ops: ops
                 .ops
                 .iter()
@@ -256,6 +261,7 @@ impl HostSummary {
             span_ps: None,
             dropped_edges: false,
             steps: Vec::new(),
+            step_model: StepModel::Xprof,
             ops: Vec::new(),
             modules: Vec::new(),
             collective_ends: Vec::new(),
@@ -390,7 +396,9 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
             .filter(|s| s.error.is_some())
             .map(label)
             .collect(),
-        CATEGORIES,
+        read.first()
+            .map_or(StepModel::Xprof, |s| s.step_model)
+            .categories(),
     );
     let ops = crate::base::hosts::ops_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 
 use crate::base::context::Run;
 use crate::base::fmt::{fmt_bytes, fmt_ps};
-use crate::base::step_db::CATEGORIES;
 use crate::tools::overview::{overview, HostOverview};
 
 pub use ops::{OpDiff, OpsDiff, OpsScope};
@@ -69,7 +68,8 @@ pub struct StepStats {
     pub p90_ps: i64,
     pub min_ps: i64,
     pub max_ps: i64,
-    /// `xprof` (steps as XProf groups them) or `annotated` (every annotated step).
+    /// `xprof` (steps as XProf groups them), `pytorch` (as the PyTorch TensorBoard plugin
+    /// forms them) or `annotated` (every annotated step).
     pub steps_from: String,
 }
 
@@ -232,7 +232,14 @@ pub fn bootstrap_ci(base: &[i64], new: &[i64]) -> Option<(f64, f64)> {
 fn host_steps(h: &HostOverview) -> (Vec<i64>, &'static str) {
     let x: Vec<i64> = h.steps.rows.iter().map(|r| r.duration_ps).collect();
     if !x.is_empty() {
-        return (x, "xprof");
+        return (
+            x,
+            if h.pytorch.is_some() {
+                "pytorch"
+            } else {
+                "xprof"
+            },
+        );
     }
     (
         h.steps_all.rows.iter().map(|r| r.duration_ps).collect(),
@@ -296,6 +303,8 @@ fn run_steps(o: &crate::tools::overview::Overview, idx: &[usize]) -> (Vec<i64>, 
                 .collect();
             let from = if per.iter().all(|(_, f)| *f == "xprof") {
                 "xprof"
+            } else if per.iter().all(|(_, f)| *f == "pytorch") {
+                "pytorch"
             } else {
                 "annotated"
             };
@@ -372,9 +381,10 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         verdict: verdict.to_string(),
     };
 
-    // Mean breakdown per step, over the compared steps of each host, averaged over the hosts.
+    // Mean breakdown per step, over the compared steps of each host, averaged over the hosts;
+    // by category id, the columns of both runs' step models (XProf's, or the PyTorch plugin's).
     let mean_breakdown = |o: &crate::tools::overview::Overview, idx: &[usize]| -> Vec<i64> {
-        let mut sum = vec![0i128; CATEGORIES.len()];
+        let mut sum = vec![0i128; o.categories.len()];
         for &i in idx {
             let h = &o.hosts[i];
             let t = if h.steps.rows.is_empty() {
@@ -390,15 +400,30 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         sum.into_iter().map(|s| (s / n) as i64).collect()
     };
     let (bb, bn) = (mean_breakdown(&ob, &ib), mean_breakdown(&on, &inew));
-    let breakdown: Vec<CategoryDiff> = CATEGORIES
+    let mut columns: Vec<&crate::base::step_db::Category> = ob.categories.iter().collect();
+    for c in on.categories {
+        if !columns.iter().any(|x| x.id == c.id) {
+            columns.push(c);
+        }
+    }
+    let value = |o: &crate::tools::overview::Overview, v: &[i64], id: &str| {
+        o.categories
+            .iter()
+            .position(|c| c.id == id)
+            .and_then(|i| v.get(i).copied())
+            .unwrap_or(0)
+    };
+    let breakdown: Vec<CategoryDiff> = columns
         .iter()
-        .enumerate()
-        .map(|(i, c)| CategoryDiff {
-            id: c.id.to_string(),
-            label: c.label.to_string(),
-            base_ps: bb[i],
-            new_ps: bn[i],
-            delta_ps: bn[i] - bb[i],
+        .map(|c| {
+            let (b, n) = (value(&ob, &bb, c.id), value(&on, &bn, c.id));
+            CategoryDiff {
+                id: c.id.to_string(),
+                label: c.label.to_string(),
+                base_ps: b,
+                new_ps: n,
+                delta_ps: n - b,
+            }
         })
         .collect();
 

@@ -116,7 +116,7 @@ pub enum OpsScope {
 
 /// The events of a PyTorch trace as HTA's `TraceDiff` counts them: every event with a duration
 /// and a category (not `Trace`, not Kineto's `cpu_instant_event` instants), keyed by its exact
-/// name, with its inclusive duration. `FirstStep`: a host event (no stream) counts when it
+/// name, with its inclusive duration (`All`: less the `ProfilerStep#N` markers). `FirstStep`: a host event (no stream) counts when it
 /// starts in the smallest `ProfilerStep#N` (start inclusive, end exclusive, any thread); a
 /// device event (stream > 0) when the host event with its correlation id does; device events
 /// whose launch is not in the trace, and events on stream 0, do not count.
@@ -133,7 +133,11 @@ pub fn torch_ops(a: &Analysis, scope: OpsScope) -> Option<BTreeMap<String, OpSum
         return None;
     }
     let keep: Vec<bool> = match scope {
-        OpsScope::All => evs.iter().map(|e| e.3 != 0).collect(),
+        // Step markers (`ProfilerStep#N`) are steps, compared as such, not ops.
+        OpsScope::All => evs
+            .iter()
+            .map(|e| e.3 != 0 && !e.2.starts_with("ProfilerStep#"))
+            .collect(),
         OpsScope::FirstStep => {
             let step = evs
                 .iter()

@@ -12,7 +12,6 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::step_db::CATEGORIES;
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +131,11 @@ fn classify(name: &str) -> Option<&'static str> {
 pub fn host_input(host: &str, a: &Analysis) -> HostInput {
     let p = a.profile();
     let db = a.step_db();
-    let idx = CATEGORIES.iter().position(|c| c.id == "input").unwrap_or(0);
+    // A PyTorch trace's input is its DataLoader.
+    let idx = db
+        .category("input")
+        .or_else(|| db.category("dataloader"))
+        .unwrap_or(usize::MAX);
     let steps: Vec<StepInput> = db
         .steps
         .iter()
@@ -157,7 +160,7 @@ pub fn host_input(host: &str, a: &Analysis) -> HostInput {
     } else {
         0.0
     };
-    let other_idx = CATEGORIES.iter().position(|c| c.id == "other").unwrap_or(0);
+    let other_idx = db.category("other").unwrap_or(usize::MAX);
     let other: i64 = db
         .steps
         .iter()

@@ -39,6 +39,13 @@ impl StepTable {
         Self::from_rows(rows.to_vec())
     }
 
+    /// [`StepTable::of`] with the breakdown's columns `categories` (the rows' host's).
+    pub fn of_categories(rows: &[StepRow], categories: &[Category]) -> StepTable {
+        let mut t = Self::from_rows(rows.to_vec());
+        t.figures.mean_breakdown_ps.truncate(categories.len());
+        t
+    }
+
     /// [`StepTable::of`] rows the caller gives up.
     pub fn from_rows(rows: Vec<StepRow>) -> StepTable {
         let s = Summary::of(&rows.iter().map(|r| r.duration_ps).collect::<Vec<_>>());
@@ -119,6 +126,26 @@ pub struct HostOverview {
     pub memory_headroom: Option<crate::base::headroom::Headroom>,
     /// What bounds the steps ([`crate::base::advice`]).
     pub advice: Option<crate::base::advice::Advice>,
+    /// The breakdown's columns of this host's steps (`breakdown_ps[i]` is `categories[i]`).
+    #[serde(skip)]
+    pub categories: &'static [Category],
+    /// PyTorch traces: the PyTorch TensorBoard plugin's overview figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pytorch: Option<TorchOverview>,
+}
+
+/// What the PyTorch TensorBoard plugin's overview shows beyond the step table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchOverview {
+    /// How the steps are formed.
+    pub step_definition: &'static str,
+    /// The breakdown's columns (the plugin's).
+    pub categories: &'static [Category],
+    /// Per GPU: utilization, estimated SM efficiency and achieved occupancy over the steps.
+    pub gpus: Vec<crate::base::torch_steps::TorchGpu>,
+    /// Per step: computation, communication, their overlap and the rest (the plugin's
+    /// distributed view).
+    pub comm_overlap: Vec<crate::base::torch_steps::CommOverlap>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,8 +184,8 @@ fn ms(ps: i64) -> String {
 
 pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
     let (db, ops) = a.steps_and_ops();
-    let steps = StepTable::of(&db.steps);
-    let steps_all = StepTable::of(&db.steps_all);
+    let steps = StepTable::of_categories(&db.steps, db.categories());
+    let steps_all = StepTable::of_categories(&db.steps_all, db.categories());
     let dev = a.device().clone();
     let host_ops = a.host_framework_ops();
     let host_ops = &host_ops.0;
@@ -228,16 +255,20 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             .iter()
             .map(|r| r.duration_ps)
             .fold(0, i64::saturating_add);
-        let idx = |id: &str| CATEGORIES.iter().position(|c| c.id == id).unwrap_or(0);
-        let cat = |id: &str| {
-            steps
+        let cat = |id: &str| match db.category(id) {
+            Some(i) => steps
                 .rows
                 .iter()
-                .map(|r| r.breakdown_ps.get(idx(id)).copied().unwrap_or(0))
-                .fold(0i64, i64::saturating_add)
+                .map(|r| r.breakdown_ps.get(i).copied().unwrap_or(0))
+                .fold(0i64, i64::saturating_add),
+            None => 0,
         };
+        if db.torch.is_some() {
+            torch_recommendations(&mut rec, db.torch.as_ref(), &cat, total, &steps);
+        }
         let input = pct(cat("input") as f64, total as f64);
-        if input >= 20.0 {
+        if db.torch.is_some() {
+        } else if input >= 20.0 {
             rec.push(Recommendation { text: "Input-bound: the program waits for input a large part of each step; prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).".into(), evidence: format!("input is {input:.1}% of step time over {} steps", steps.figures.count) });
         } else {
             rec.push(Recommendation {
@@ -249,7 +280,7 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             });
         }
         let other = pct(cat("other") as f64, total as f64);
-        if other >= 20.0 {
+        if other >= 20.0 && db.torch.is_none() {
             rec.push(Recommendation { text: "Much of the step is covered by no event of the step (framework overhead, Python, or work the profile does not link to the step); look at the trace viewer between ops.".into(), evidence: format!("'All others' is {other:.1}% of step time") });
         }
         let cv = if steps.figures.mean_ps > 0 {
@@ -268,7 +299,8 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             rec.push(Recommendation { text: "Devices are idle much of the time between their first and last op; overlap host work and input with device execution.".into(), evidence: format!("device duty cycle {d:.1}%") });
         }
     }
-    if on_device && placement.device_ops_percent < 50.0 && host_count > 0 {
+    // (Not for PyTorch: its host operators are what launch the kernels.)
+    if on_device && placement.device_ops_percent < 50.0 && host_count > 0 && db.torch.is_none() {
         rec.push(Recommendation {
             text: "Many ops run on the host; move them to the device if possible.".into(),
             evidence: format!(
@@ -323,6 +355,46 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
         recommendations: rec,
         memory_headroom: headroom,
         advice: crate::base::advice::advise(a),
+        categories: db.categories(),
+        pytorch: db.torch.as_ref().map(|t| TorchOverview {
+            step_definition: TORCH_STEP_DEFINITION,
+            categories: db.categories(),
+            gpus: t.gpus.clone(),
+            comm_overlap: t.comm_overlap.clone(),
+        }),
+    }
+}
+
+/// How a PyTorch trace's steps are formed, as the page says it.
+pub const TORCH_STEP_DEFINITION: &str = "Steps as the PyTorch profiler's TensorBoard plugin (torch-tb-profiler) forms them: each ProfilerStep#N, from the previous step's end to the later of its own end and the end of the device work launched inside it; all steps kept.";
+
+/// The PyTorch TensorBoard plugin's recommendations, with their figures: DataLoader over 5% of
+/// the step, GPU utilization under 50%, and communication over 10%.
+fn torch_recommendations(
+    rec: &mut Vec<Recommendation>,
+    t: Option<&crate::base::step_db::TorchFigures>,
+    cat: &dyn Fn(&str) -> i64,
+    total: i64,
+    steps: &StepTable,
+) {
+    let n = steps.figures.count;
+    let loader = pct(cat("dataloader") as f64, total as f64);
+    if loader > 5.0 {
+        rec.push(Recommendation { text: "Input-bound: the DataLoader takes a large part of each step. Set `num_workers` on the DataLoader (multi-process loading), `pin_memory=True`, and a `prefetch_factor` so batches are ready before the step asks.".into(), evidence: format!("DataLoader is {loader:.1}% of step time over {n} steps") });
+    } else {
+        rec.push(Recommendation {
+            text: "Not input-bound.".into(),
+            evidence: format!("DataLoader is {loader:.1}% of step time over {n} steps"),
+        });
+    }
+    let comm = pct(cat("communication") as f64, total as f64);
+    if comm > 10.0 {
+        rec.push(Recommendation { text: "Much of the step is communication: overlap it with computation (DDP bucketing, async collectives), compress gradients, accumulate gradients over more steps, or raise the batch size.".into(), evidence: format!("communication is {comm:.1}% of step time") });
+    }
+    for g in t.map(|t| t.gpus.as_slice()).unwrap_or(&[]) {
+        if g.utilization_percent < 50.0 {
+            rec.push(Recommendation { text: format!("GPU {} has low utilization: raise the batch size, or cut launch overhead with CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`).", g.device), evidence: format!("a kernel runs {:.1}% of the steps' time on GPU {}", g.utilization_percent, g.device) });
+        }
     }
 }
 
@@ -356,6 +428,8 @@ fn failed(host: &str, e: String) -> HostOverview {
         recommendations: Vec::new(),
         memory_headroom: None,
         advice: None,
+        categories: CATEGORIES,
+        pytorch: None,
     }
 }
 
@@ -401,7 +475,10 @@ pub fn overview(run: &Run) -> Overview {
             .filter(|h| h.error.is_some())
             .map(|h| h.host.clone())
             .collect(),
-        CATEGORIES,
+        hosts
+            .iter()
+            .find(|h| h.error.is_none())
+            .map_or(&CATEGORIES[..], |h| h.categories),
     );
     let run_advice = crate::base::advice::run_advice(
         hosts
@@ -421,7 +498,7 @@ pub fn overview(run: &Run) -> Overview {
             .filter_map(|h| h.device.as_ref())
             .map(|d| d.active)
             .sum(),
-        categories: CATEGORIES,
+        categories: first.map_or(&CATEGORIES[..], |h| h.categories),
         steps: first.zip(first_index).map(|(h, i)| RunSteps {
             figures: h.steps.figures.clone(),
             host_index: i,
@@ -449,23 +526,37 @@ pub fn render_text(o: &Overview) -> String {
             continue;
         }
         let s = &h.steps.figures;
+        let which = match &h.pytorch {
+            Some(_) => "as the PyTorch TensorBoard plugin forms them".to_string(),
+            None => format!("XProf-compatible; {} annotated", h.steps_all.figures.count),
+        };
         t.push_str(&format!(
-            "host {}: {} steps (XProf-compatible; {} annotated), mean {} ± {} (min {}, max {})\n",
+            "host {}: {} steps ({which}), mean {} ± {} (min {}, max {})\n",
             h.host,
             s.count,
-            h.steps_all.figures.count,
             ms(s.mean_ps),
             ms(s.std_dev_ps),
             ms(s.min_ps),
             ms(s.max_ps)
         ));
-        for (c, v) in CATEGORIES.iter().zip(&s.mean_breakdown_ps) {
+        for (c, v) in h.categories.iter().zip(&s.mean_breakdown_ps) {
             if *v > 0 {
                 t.push_str(&format!("  {:<32} {}\n", c.label, ms(*v)));
             }
         }
         if let Some(d) = h.device_duty_cycle_percent {
             t.push_str(&format!("  device duty cycle {d:.1}%\n"));
+        }
+        for g in h.pytorch.iter().flat_map(|p| &p.gpus) {
+            t.push_str(&format!(
+                "  GPU {}: utilization {:.2}%, est. SM efficiency {}, est. achieved occupancy {}\n",
+                g.device,
+                g.utilization_percent,
+                g.est_sm_efficiency_percent
+                    .map_or("-".to_string(), |v| format!("{v:.2}%")),
+                g.est_achieved_occupancy_percent
+                    .map_or("-".to_string(), |v| format!("{v:.2}%")),
+            ));
         }
         t.push_str(&format!(
             "  ops on device: {:.1}% of ops, {:.1}% of time\n",
@@ -499,7 +590,7 @@ pub fn render_text(o: &Overview) -> String {
 
 pub fn render_csv(o: &Overview) -> String {
     let mut t = String::from("host,step,group_id,begin_ps,duration_ps");
-    for c in CATEGORIES {
+    for c in o.categories {
         t.push_str(&format!(",{}_ps", c.id));
     }
     t.push('\n');
@@ -513,7 +604,7 @@ pub fn render_csv(o: &Overview) -> String {
                 r.begin_ps,
                 r.duration_ps
             ));
-            for v in &r.breakdown_ps {
+            for v in &r.breakdown_ps[..o.categories.len()] {
                 t.push_str(&format!(",{v}"));
             }
             t.push('\n');

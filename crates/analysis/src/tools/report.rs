@@ -11,6 +11,20 @@ use crate::base::device::DeviceInfo;
 use crate::base::ops::{OpSource, OpTime};
 use crate::base::steps::Steps;
 
+/// The steps every view shows (the overview's): a PyTorch trace's as the PyTorch plugin forms
+/// them; XProf's step table where it has steps; else the annotated steps or a device line's.
+fn report_steps(a: &Analysis) -> Steps {
+    let found = a.steps();
+    if found.source == Some(crate::base::steps::StepSource::TorchProfilerSteps) {
+        return found.as_ref().clone();
+    }
+    let db = a.step_db();
+    if db.steps.is_empty() {
+        return found.as_ref().clone();
+    }
+    Steps::of_step_db(&db, found.name.clone())
+}
+
 /// How many ops the report lists (the op tools list them all).
 pub const TOP_OPS: usize = 20;
 
@@ -146,7 +160,7 @@ pub fn host_report(host: &str, file: &str, bytes: u64, a: &Analysis) -> HostRepo
         span_ps: span.map(|(s, e)| e - s).unwrap_or(0),
         total_events: p.event_count(),
         planes,
-        steps: Some(a.steps().as_ref().clone()),
+        steps: Some(report_steps(a)),
         top_ops_source: ops.source,
         top_ops_source_description: ops.source.map(|s| s.describe()),
         advice: crate::base::advice::advise(a),
@@ -316,6 +330,10 @@ pub fn render_text(r: &Report) -> String {
                         match st.source {
                             Some(crate::base::steps::StepSource::StepAnnotation) =>
                                 "step annotations",
+                            Some(crate::base::steps::StepSource::XprofSteps) =>
+                                "XProf's step table (first and last dropped past five) of",
+                            Some(crate::base::steps::StepSource::TorchProfilerSteps) =>
+                                "the PyTorch profiler's steps (as torch-tb-profiler extends them to their device work)",
                             _ => "device line",
                         },
                         st.name.as_deref().unwrap_or(""),

@@ -122,14 +122,14 @@ fn pytorch_pair_step_time_and_conditions() {
         return;
     };
     let d = diff_of(&control, &test, OpsScope::All);
-    // The A100 run against the V100 run of the same workload: by hand from the traces'
-    // ProfilerStep#1010..1013 (XProf-compatible steps drop the first and last of 1009..1014),
-    // NEW is about twice as slow, far beyond noise.
-    assert_eq!(d.step_time.base.count, 4);
-    assert_eq!(d.step_time.new.count, 4);
+    // The A100 run against the V100 run of the same workload: ProfilerStep#1009..1014, all six
+    // as the PyTorch TensorBoard plugin keeps them; NEW is about twice as slow, far beyond noise.
+    assert_eq!(d.step_time.base.count, 6);
+    assert_eq!(d.step_time.new.count, 6);
+    assert_eq!(d.step_time.base.steps_from, "pytorch");
     assert_eq!(d.step_time.verdict, "slower");
     let (lo, _) = d.step_time.ci95_pct.unwrap();
-    assert!(lo > 50.0, "{:?}", d.step_time.ci95_pct);
+    assert!(lo > 40.0, "{:?}", d.step_time.ci95_pct);
     let holds = |s: &str| cond::check(&cond::parse(s).unwrap(), &d).holds;
     assert!(holds("step_time.mean > +3%"));
     assert!(!holds("step_time.mean > +300%"));

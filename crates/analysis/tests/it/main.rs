@@ -16,5 +16,6 @@ mod pytorch;
 mod pytorch_memory;
 mod real_samples;
 mod released_pages;
+mod step_model;
 mod summary_reads;
 mod trace_real;

@@ -76,13 +76,18 @@ fn steps_of_a_gpu_trace_come_from_profiler_step_annotations() {
     assert_eq!(hosts.len(), 2);
     for h in hosts {
         assert_eq!(h["hardware"], "GPU");
-        // ProfilerStep#551 and #552 on each rank (fewer than 6 steps: none dropped).
+        // ProfilerStep#551 and #552 on each rank, as the PyTorch plugin forms them.
         assert_eq!(h["steps_all"]["count"], 2, "{}", h["host"]);
+        assert_eq!(h["steps"]["count"], 2, "{}", h["host"]);
+        assert!(h["pytorch"]["step_definition"]
+            .as_str()
+            .unwrap()
+            .contains("ProfilerStep#N"));
     }
-    // The report's own step finder sees them as one family of annotations.
+    // The report shows the same steps.
     let text = run_tool("report", &run, &[]).text();
     assert!(
-        text.contains("steps: 2 from step annotations `ProfilerStep#N`"),
+        text.contains("steps: 2 from the PyTorch profiler's steps"),
         "{text}"
     );
 }

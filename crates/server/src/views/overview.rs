@@ -148,10 +148,23 @@ fn host(h: &HostOverview, cats: &[Category], cx: &Cx) -> Markup {
             } @else {
                 p {
                     b { (st.count) " steps" }
-                    " (XProf-compatible: XProf drops the first and last step when more than 5 remain; "
-                    (h.steps_all.figures.count) " annotated steps in all). Step time mean "
+                    @if let Some(t) = &h.pytorch {
+                        " (" (t.step_definition) ") "
+                    } @else {
+                        " (XProf-compatible: XProf drops the first and last step when more than 5 remain; "
+                        (h.steps_all.figures.count) " annotated steps in all). "
+                    }
+                    "Step time mean "
                     (fmt_ps(st.mean_ps)) " ± " (fmt_ps(st.std_dev_ps)) " (sample std dev), min "
                     (fmt_ps(st.min_ps)) ", max " (fmt_ps(st.max_ps)) "."
+                }
+                @for g in h.pytorch.iter().flat_map(|t| &t.gpus) {
+                    p {
+                        "GPU " (g.device) ": utilization " (format!("{:.2}", g.utilization_percent)) "%"
+                        @if let Some(v) = g.est_sm_efficiency_percent { ", est. SM efficiency " (format!("{v:.2}")) "%" }
+                        @if let Some(v) = g.est_achieved_occupancy_percent { ", est. achieved occupancy " (format!("{v:.2}")) "%" }
+                        span class="dim" { " (over the steps, as the PyTorch TensorBoard plugin computes them)" }
+                    }
                 }
                 @for note in &h.steps_notes { p class="dim" { (note) } }
                 (legend(cats))
