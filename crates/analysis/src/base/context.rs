@@ -151,6 +151,7 @@ pub struct Analysis {
     op_times: OnceLock<Arc<OpTimes>>,
     allocators: OnceLock<Arc<MemoryProfile>>,
     headroom: OnceLock<Option<Headroom>>,
+    torch_views: OnceLock<Option<Arc<crate::base::torch_views::TorchViews>>>,
 }
 
 impl Analysis {
@@ -172,6 +173,7 @@ impl Analysis {
             op_times: OnceLock::new(),
             allocators: OnceLock::new(),
             headroom: OnceLock::new(),
+            torch_views: OnceLock::new(),
         }
     }
 
@@ -409,6 +411,14 @@ impl Analysis {
         self.step_totals(UserPeaks::default());
         self.op_times();
         self.hta();
+    }
+
+    /// A PyTorch trace's operator and kernel views ([`crate::base::torch_views`]); `None` for
+    /// other profiles.
+    pub fn torch_views(&self) -> Option<Arc<crate::base::torch_views::TorchViews>> {
+        self.torch_views
+            .get_or_init(|| crate::base::torch_views::torch_views(&self.profile).map(Arc::new))
+            .clone()
     }
 
     /// Peak memory against the device's memory, when the profile states it.

@@ -30,4 +30,5 @@ pub mod tool;
 pub mod torch_memory;
 pub mod torch_ops;
 pub mod torch_steps;
+pub mod torch_views;
 pub mod trace;

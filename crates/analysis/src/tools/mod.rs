@@ -22,6 +22,7 @@ pub mod memory_viewer;
 pub mod op_profile;
 mod output;
 pub mod overview;
+pub mod pytorch_views;
 pub mod report;
 pub mod roofline;
 pub mod temporal_breakdown;
@@ -43,6 +44,8 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),
     &Entry::<framework_op_stats::FrameworkOpStatsTool>(PhantomData),
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),
+    &Entry::<pytorch_views::PytorchOperators>(PhantomData),
+    &Entry::<pytorch_views::PytorchKernels>(PhantomData),
     &Entry::<temporal_breakdown::TemporalBreakdownTool>(PhantomData),
     &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
     &Entry::<kernel_breakdown::KernelBreakdownTool>(PhantomData),

@@ -18,4 +18,5 @@ mod real_samples;
 mod released_pages;
 mod step_model;
 mod summary_reads;
+mod tb_plugin;
 mod trace_real;

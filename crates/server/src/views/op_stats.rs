@@ -252,3 +252,100 @@ pub fn launch_stats_view(r: &PerHost<LaunchStats>, _: &Cx) -> Markup {
         }
     }
 }
+
+/// The PyTorch TensorBoard plugin's Operator view, per host.
+pub fn pytorch_operators_view(
+    r: &PerHost<xlens_analysis::tools::pytorch_views::Operators>,
+    _: &Cx,
+) -> Markup {
+    use xlens_analysis::base::torch_views::OperatorRow;
+    let t = Table::new("sortable")
+        .filter()
+        .col("name", |(_, o): &(usize, &OperatorRow)| Cell::name(&o.name))
+        .col("input_shape", |(_, o)| {
+            Cell::text(o.input_shape.as_deref().unwrap_or(""))
+        })
+        .num("calls", |(_, o)| Cell::int(o.calls))
+        .num("device_self_us", |(_, o)| us(o.device_self_ps))
+        .num("device_total_us", |(_, o)| us(o.device_total_ps))
+        .num("host_self_us", |(_, o)| us(o.host_self_ps))
+        .num("host_total_us", |(_, o)| us(o.host_total_ps))
+        .col("tc_eligible", |(_, o)| {
+            Cell::text(o.tc_eligible.to_string())
+        })
+        .num("tc_self_pct", |(_, o)| {
+            Cell::float(100.0 * o.tc_self_ratio, 2)
+        })
+        .num("tc_total_pct", |(_, o)| {
+            Cell::float(100.0 * o.tc_total_ratio, 2)
+        });
+    html! {
+        p class="dim" { "As the PyTorch TensorBoard plugin's Operator view: operators nested by time on their thread; device time is the kernels, copies and sets their launch calls started. Group by name and input shape with ?group_by=name_and_shape." }
+        @for (host, res) in &r.hosts {
+            @if let Ok(o) = res {
+                @for n in &o.notes { p class="dim" { (host) ": " (n) } }
+            }
+        }
+        (per_host(r, |o| &o.operators, t))
+    }
+}
+
+/// The PyTorch TensorBoard plugin's Kernel view, per host.
+pub fn pytorch_kernels_view(
+    r: &PerHost<xlens_analysis::tools::pytorch_views::Kernels>,
+    _: &Cx,
+) -> Markup {
+    use xlens_analysis::base::torch_views::{KernelOpRow, KernelRow as TorchKernel};
+    let by_name = Table::new("sortable")
+        .filter()
+        .col("name", |(_, k): &(usize, &TorchKernel)| Cell::name(&k.name))
+        .col("tc_used", |(_, k)| Cell::text(k.tc_used.to_string()))
+        .num("calls", |(_, k)| Cell::int(k.calls))
+        .num("total_us", |(_, k)| us(k.total_ps))
+        .num("mean_us", |(_, k)| Cell::float(k.mean_ps / 1e6, 3))
+        .num("max_us", |(_, k)| us(k.max_ps))
+        .num("min_us", |(_, k)| us(k.min_ps))
+        .num("mean_blocks_per_sm", |(_, k)| {
+            Cell::float(k.mean_blocks_per_sm, 2)
+        })
+        .num("mean_occupancy_pct", |(_, k)| {
+            Cell::float(k.mean_occupancy_percent, 2)
+        });
+    let by_op = Table::new("sortable")
+        .filter()
+        .col("name", |(_, k): &(usize, &KernelOpRow)| Cell::name(&k.name))
+        .col("operator", |(_, k)| Cell::name(&k.op_name))
+        .col("grid", |(_, k)| {
+            Cell::text(format!("{:?}", k.grid.clone().unwrap_or_default()))
+        })
+        .col("block", |(_, k)| {
+            Cell::text(format!("{:?}", k.block.clone().unwrap_or_default()))
+        })
+        .col("tc_used", |(_, k)| Cell::text(k.tc_used.to_string()))
+        .col("op_tc_eligible", |(_, k)| {
+            Cell::text(k.op_tc_eligible.to_string())
+        })
+        .num("calls", |(_, k)| Cell::int(k.calls))
+        .num("total_us", |(_, k)| us(k.total_ps))
+        .num("mean_us", |(_, k)| Cell::float(k.mean_ps / 1e6, 3))
+        .num("max_us", |(_, k)| us(k.max_ps))
+        .num("min_us", |(_, k)| us(k.min_ps))
+        .num("mean_blocks_per_sm", |(_, k)| {
+            Cell::float(k.mean_blocks_per_sm, 2)
+        })
+        .num("mean_occupancy_pct", |(_, k)| {
+            Cell::float(k.mean_occupancy_percent, 2)
+        });
+    let grouped_by_op = r
+        .hosts
+        .iter()
+        .any(|(_, h)| h.as_ref().is_ok_and(|k| k.by_name_and_op.is_some()));
+    html! {
+        p class="dim" { "As the PyTorch TensorBoard plugin's Kernel view: blocks per SM and occupancy are weighted by kernel time. Group by kernel and operator with ?group_by=name_and_op." }
+        @if grouped_by_op {
+            (per_host(r, |k| k.by_name_and_op.as_deref().unwrap_or(&[]), by_op))
+        } @else {
+            (per_host(r, |k| k.by_name.as_deref().unwrap_or(&[]), by_name))
+        }
+    }
+}

@@ -1,0 +1,863 @@
+//! The operator and kernel views of a PyTorch (Kineto) trace, as the PyTorch profiler's
+//! TensorBoard plugin (torch-tb-profiler 0.4.3) computes them.
+//!
+//! * **Operator tree**, per host thread: operators (`cpu_op`/`Operator`), `python` events,
+//!   `ProfilerStep#N`, the DataLoader's `__next__`, collective annotations and module scopes,
+//!   nested by time (a slice that crosses its parent's end is left out, as the plugin leaves it
+//!   out); an operator whose only child has its name and type takes that child's place.
+//! * **Launches**: a runtime call belongs to the operator with its `External id`; calls with id
+//!   0 to no operator. Calls whose id names no operator (traces of PyTorch 1.10 and later
+//!   number launches apart from operators, where the plugin attributes them to nothing) go to
+//!   the innermost operator open around them on their thread; the view says how many.
+//!   Device events (kernels, copies, sets) belong to the call with their `correlation`.
+//! * **Per operator**: host total (its duration), host self (less its children's and its
+//!   launches' durations), device self (its launches' device time) and device total (with its
+//!   children's), Tensor Core eligibility (the autocast list of ops that can use Tensor Cores,
+//!   or a child or launch that does) and the time of Tensor Core kernels (kernel names with
+//!   the plugin's patterns). Operators are summed by name, and by name and input shape.
+//!   Left out, as in the plugin: `ProfilerStep#N`, the DataLoader, `Optimizer.*`,
+//!   `DataParallel.forward`, `DistributedDataParallel.forward`, Python and annotation slices.
+//! * **Kernels** by name over every kernel of the trace (calls, total, mean, max, min, blocks
+//!   per SM and achieved occupancy weighted by duration), and by kernel and operator (with
+//!   grid, block, registers and shared memory) over the kernels the tree attributes; kernels
+//!   launched by no operator are under `CallTreeRoot`.
+
+use serde::Serialize;
+use xlens_model::{Profile, StatValue, StrId};
+
+type HashMap<K, V> = crate::base::fx::FxMap<K, V>;
+
+/// Kernel names with any of these use Tensor Cores (the plugin's list).
+const TC_KERNELS: [&str; 18] = [
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+];
+
+/// Operators that can run on Tensor Cores (autocast's list, as the plugin has it).
+const TC_OPS: [&str; 45] = [
+    "aten::_convolution",
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::conv_tbc",
+    "aten::conv_transpose1d",
+    "aten::conv_transpose2d",
+    "aten::conv_transpose3d",
+    "aten::convolution",
+    "aten::cudnn_convolution",
+    "aten::cudnn_convolution_transpose",
+    "aten::prelu",
+    "aten::addmm",
+    "aten::addmv",
+    "aten::addr",
+    "aten::matmul",
+    "aten::mm",
+    "aten::mv",
+    "aten::linear",
+    "aten::addbmm",
+    "aten::baddbmm",
+    "aten::bmm",
+    "aten::chain_matmul",
+    "aten::linalg_multi_dot",
+    "aten::_thnn_fused_lstm_cell",
+    "aten::_thnn_fused_gru_cell",
+    "aten::lstm_cell",
+    "aten::gru_cell",
+    "aten::rnn_tanh_cell",
+    "aten::rnn_relu_cell",
+    "CudnnConvolutionBackward",
+    "BmmBackward0",
+    "aten::cudnn_convolution_transpose_backward",
+    "CudnnConvolutionTransposeBackward",
+    "MmBackward",
+    "aten::cudnn_convolution_backward_weight",
+    "aten::addmm_",
+    "AddmvBackward",
+    "MvBackward",
+    "aten::cudnn_convolution_transpose_backward_weight",
+    "aten::cudnn_convolution_transpose_backward_input",
+    "AddmmBackward",
+    "aten::cudnn_convolution_backward_input",
+    "AddbmmBackward",
+    "aten::cudnn_convolution_backward",
+];
+
+fn tc_kernel(name: &str) -> bool {
+    TC_KERNELS.iter().any(|p| name.contains(p))
+}
+
+fn tc_op(name: &str) -> bool {
+    TC_OPS.contains(&name)
+}
+
+/// One row of the operator view: operators of one name (and input shape).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OperatorRow {
+    pub name: String,
+    /// The `Input Dims` as the plugin writes them (`[[32, 3, 224, 224], []]`); `None` in the
+    /// by-name table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_shape: Option<String>,
+    pub calls: u64,
+    pub device_self_ps: i64,
+    pub device_total_ps: i64,
+    pub host_self_ps: i64,
+    pub host_total_ps: i64,
+    pub tc_eligible: bool,
+    /// Share of device self time in Tensor Core kernels.
+    pub tc_self_ratio: f64,
+    pub tc_total_ratio: f64,
+}
+
+/// One row of the kernel view by name.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KernelRow {
+    pub name: String,
+    pub tc_used: bool,
+    pub calls: u64,
+    pub total_ps: i64,
+    pub mean_ps: f64,
+    pub max_ps: i64,
+    pub min_ps: i64,
+    /// Blocks per SM, weighted by duration (a kernel without the figure counts 0).
+    pub mean_blocks_per_sm: f64,
+    /// Estimated achieved occupancy, percent, weighted by duration.
+    pub mean_occupancy_percent: f64,
+}
+
+/// One row of the kernel view by kernel and operator.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KernelOpRow {
+    pub name: String,
+    /// The operator that launched it (`CallTreeRoot`: none).
+    pub op_name: String,
+    pub grid: Option<Vec<i64>>,
+    pub block: Option<Vec<i64>>,
+    pub registers_per_thread: Option<i64>,
+    pub shared_memory_bytes: Option<i64>,
+    pub tc_used: bool,
+    pub op_tc_eligible: bool,
+    pub calls: u64,
+    pub total_ps: i64,
+    pub mean_ps: f64,
+    pub max_ps: i64,
+    pub min_ps: i64,
+    pub mean_blocks_per_sm: f64,
+    pub mean_occupancy_percent: f64,
+}
+
+/// The operator and kernel views of one PyTorch trace.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TorchViews {
+    pub operators_by_name: Vec<OperatorRow>,
+    pub operators_by_name_and_shape: Vec<OperatorRow>,
+    pub kernels_by_name: Vec<KernelRow>,
+    pub kernels_by_name_and_op: Vec<KernelOpRow>,
+    /// Kernel time in Tensor Core kernels, of all kernel time.
+    pub tc_used_ratio: Option<f64>,
+    /// Kernel time launched by Tensor-Core-eligible operators (the innermost ones), of the
+    /// kernel time the operators launch.
+    pub tc_eligible_ops_kernel_ratio: f64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Operator,
+    Python,
+    Step,
+    DataLoader,
+    Optimizer,
+    Annotation,
+    Module,
+}
+
+struct Node {
+    start: i64,
+    end: i64,
+    name: StrId,
+    kind: NodeKind,
+    ext: Option<i64>,
+    shape: Option<StrId>,
+    children: Vec<usize>,
+    runtimes: Vec<usize>,
+    // Filled by `fill`.
+    host_self: i64,
+    device_total: i64,
+    device_self: i64,
+    tc_eligible: bool,
+    tc_self: i64,
+    tc_total: i64,
+}
+
+struct Launch {
+    start: i64,
+    end: i64,
+    ext: Option<i64>,
+    corr: Option<i64>,
+    line: usize,
+    device: Vec<usize>,
+}
+
+struct DeviceEv {
+    start: i64,
+    end: i64,
+    name: StrId,
+    kernel: bool,
+    corr: Option<i64>,
+    blocks: Option<f64>,
+    occupancy: Option<f64>,
+    grid: Option<StrId>,
+    block: Option<StrId>,
+    regs: Option<i64>,
+    smem: Option<i64>,
+}
+
+/// The Python text of a JSON value (`[[1, 2], []]`), as the plugin keys input shapes.
+fn python_repr(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_repr(x, out);
+            }
+            out.push(']');
+        }
+        serde_json::Value::String(s) => {
+            out.push('\'');
+            out.push_str(s);
+            out.push('\'');
+        }
+        serde_json::Value::Null => out.push_str("None"),
+        serde_json::Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn int_list(p: &Profile, s: Option<StrId>) -> Option<Vec<i64>> {
+    let v: serde_json::Value = serde_json::from_str(p.str(s?)).ok()?;
+    v.as_array()?.iter().map(|x| x.as_i64()).collect()
+}
+
+/// Builds the views; `None` for a profile that is not a PyTorch trace.
+pub fn torch_views(p: &Profile) -> Option<TorchViews> {
+    let cat_key = p.key("cat")?;
+    let key = |n: &str| p.key(n);
+    let (k_ext, k_ext2, k_corr) = (key("External id"), key("external id"), key("correlation"));
+    let (k_dims, k_dims2, k_mod) = (
+        key("Input Dims"),
+        key("Input dims"),
+        key("Python module id"),
+    );
+    let (k_blocks, k_occ) = (key("blocks per SM"), key("est. achieved occupancy %"));
+    let (k_grid, k_block) = (key("grid"), key("block"));
+    let (k_regs, k_smem) = (key("registers per thread"), key("shared memory"));
+    let mut nodes: Vec<Node> = Vec::new();
+    // Per thread (a host line, its overlap lines merged back): its nodes.
+    let mut threads: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut launches: Vec<Launch> = Vec::new();
+    let mut devices: Vec<DeviceEv> = Vec::new();
+    let mut kinds: HashMap<StrId, u8> = HashMap::default();
+    for plane in &p.planes {
+        for line in &plane.lines {
+            let ev = &line.events;
+            if !ev.may_have_stat(cat_key) {
+                continue;
+            }
+            let lname = p.str(line.name);
+            let base = lname
+                .rsplit_once(" (overlap ")
+                .map_or(lname, |(b, _)| b)
+                .to_string();
+            let ti = match threads.iter().position(|t| t.0 == base) {
+                Some(i) => i,
+                None => {
+                    threads.push((base, Vec::new()));
+                    threads.len() - 1
+                }
+            };
+            for i in 0..ev.len() {
+                let st = ev.stats(i);
+                let Some(StatValue::Str(cat)) = st.get(cat_key) else {
+                    continue;
+                };
+                // 1 operator, 2 python, 3 annotation, 4 python_function, 5 runtime,
+                // 6 kernel, 7 memcpy/memset, 0 other.
+                let k = *kinds.entry(cat).or_insert_with(|| {
+                    match p.str(cat).to_ascii_lowercase().as_str() {
+                        "cpu_op" | "operator" => 1,
+                        "python" => 2,
+                        "user_annotation" | "gpu_user_annotation" => 3,
+                        "python_function" => 4,
+                        "runtime" | "cuda_runtime" | "cuda_driver" => 5,
+                        "kernel" => 6,
+                        "memcpy" | "gpu_memcpy" | "memset" | "gpu_memset" => 7,
+                        _ => 0,
+                    }
+                });
+                if k == 0 {
+                    continue;
+                }
+                let (start, end) = (ev.start(i), ev.end(i));
+                let md = plane.metadata_of(line, i);
+                let name_id = md.map(|m| m.name).unwrap_or_default();
+                let name = p.str(name_id);
+                let i64_of = |k: Option<StrId>| k.and_then(|k| st.get(k)).and_then(|v| v.as_i64());
+                let ext = i64_of(k_ext).or_else(|| i64_of(k_ext2));
+                match k {
+                    5 => launches.push(Launch {
+                        start,
+                        end,
+                        ext,
+                        corr: i64_of(k_corr),
+                        line: ti,
+                        device: Vec::new(),
+                    }),
+                    6 | 7 => {
+                        let f64_of =
+                            |k: Option<StrId>| k.and_then(|k| st.get(k)).and_then(|v| v.as_f64());
+                        let str_of = |k: Option<StrId>| match k.and_then(|k| st.get(k)) {
+                            Some(StatValue::Str(s)) => Some(s),
+                            _ => None,
+                        };
+                        devices.push(DeviceEv {
+                            start,
+                            end,
+                            name: name_id,
+                            kernel: k == 6,
+                            corr: i64_of(k_corr),
+                            blocks: f64_of(k_blocks),
+                            occupancy: f64_of(k_occ),
+                            grid: str_of(k_grid),
+                            block: str_of(k_block),
+                            regs: i64_of(k_regs),
+                            smem: i64_of(k_smem),
+                        })
+                    }
+                    _ => {
+                        let loader = (name.starts_with("enumerate(DataLoader)#")
+                            && name.ends_with(".__next__"))
+                            || name.starts_with("enumerate(DataPipe)#");
+                        let kind = match k {
+                            _ if name.starts_with("ProfilerStep#") && (k == 1 || k == 3) => {
+                                if p.str(cat) == "gpu_user_annotation" {
+                                    continue;
+                                }
+                                NodeKind::Step
+                            }
+                            1 | 3 if loader => NodeKind::DataLoader,
+                            1 if name.starts_with("Optimizer.step") => NodeKind::Optimizer,
+                            1 => NodeKind::Operator,
+                            2 => NodeKind::Python,
+                            3 if crate::base::torch_steps::is_collective(name) => {
+                                NodeKind::Annotation
+                            }
+                            4 if k_mod.and_then(|m| st.get(m)).is_some() => NodeKind::Module,
+                            _ => continue,
+                        };
+                        let shape = match k_dims
+                            .and_then(|d| st.get(d))
+                            .or_else(|| k_dims2.and_then(|d| st.get(d)))
+                        {
+                            Some(StatValue::Str(s)) => Some(s),
+                            _ => None,
+                        };
+                        nodes.push(Node {
+                            start,
+                            end,
+                            name: name_id,
+                            kind,
+                            ext: if kind == NodeKind::Module { None } else { ext },
+                            shape,
+                            children: Vec::new(),
+                            runtimes: Vec::new(),
+                            host_self: 0,
+                            device_total: 0,
+                            device_self: 0,
+                            tc_eligible: tc_op(name),
+                            tc_self: 0,
+                            tc_total: 0,
+                        });
+                        threads[ti].1.push(nodes.len() - 1);
+                    }
+                }
+            }
+        }
+    }
+    if nodes.is_empty() && launches.is_empty() && devices.is_empty() {
+        return None;
+    }
+    let mut notes = Vec::new();
+
+    // Device events to the launch of their correlation.
+    let mut by_corr: HashMap<i64, usize> = HashMap::default();
+    for (k, l) in launches.iter().enumerate() {
+        if let Some(c) = l.corr {
+            by_corr.insert(c, k);
+        }
+    }
+    let mut staled = Vec::new();
+    for (d, dv) in devices.iter().enumerate() {
+        match dv.corr.and_then(|c| by_corr.get(&c)) {
+            Some(&k) => launches[k].device.push(d),
+            None if dv.kernel => staled.push(d),
+            None => {}
+        }
+    }
+
+    // Trees, per thread: roots' children, by time.
+    let mut roots: Vec<Vec<usize>> = Vec::with_capacity(threads.len());
+    let mut dropped = 0usize;
+    for (_, list) in &mut threads {
+        list.sort_by_key(|&n| (nodes[n].start, std::cmp::Reverse(nodes[n].end)));
+        let mut top = Vec::new();
+        let mut stack: Vec<usize> = Vec::new();
+        for &n in list.iter() {
+            loop {
+                match stack.last() {
+                    None => {
+                        top.push(n);
+                        stack.push(n);
+                        break;
+                    }
+                    Some(&t) if nodes[n].start < nodes[t].end => {
+                        if nodes[n].end <= nodes[t].end {
+                            nodes[t].children.push(n);
+                            stack.push(n);
+                        } else {
+                            dropped += 1;
+                        }
+                        break;
+                    }
+                    Some(_) => {
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        roots.push(top);
+    }
+    if dropped > 0 {
+        notes.push(format!("{dropped} slices cross the end of the slice they start in on their thread and are left out of the operator tree (as the PyTorch TensorBoard plugin leaves them out)."));
+    }
+
+    // Launches to operators: by External id, else (ids that name no operator) the innermost
+    // operator around them on their thread; id 0 to none.
+    let mut by_ext: HashMap<i64, usize> = HashMap::default();
+    for (_, list) in threads.iter() {
+        for &n in list {
+            if let Some(e) = nodes[n].ext {
+                by_ext.entry(e).or_insert(n);
+            }
+        }
+    }
+    let mut root_launches: Vec<Vec<usize>> = vec![Vec::new(); threads.len()];
+    let mut by_nesting = 0usize;
+    for (k, l) in launches.iter().enumerate() {
+        match l.ext {
+            Some(e) if e != 0 => match by_ext.get(&e) {
+                Some(&n) => nodes[n].runtimes.push(k),
+                None => match innermost(&nodes, &roots[l.line], l.start, l.end) {
+                    Some(n) => {
+                        nodes[n].runtimes.push(k);
+                        by_nesting += 1;
+                    }
+                    None => root_launches[l.line].push(k),
+                },
+            },
+            _ => root_launches[l.line].push(k),
+        }
+    }
+    if by_nesting > 0 {
+        notes.push(format!("{by_nesting} of {} runtime calls carry an External id that names no operator (PyTorch 1.10 and later number launches on their own); each was given to the innermost operator open around it on its thread. The PyTorch TensorBoard plugin attributes them to no operator.", launches.len()));
+    }
+
+    // An operator whose only child is an operator of its name: the child's place taken.
+    fn dedup(nodes: &mut Vec<Node>, n: usize) {
+        loop {
+            let only = (nodes[n].children.len() == 1).then(|| nodes[n].children[0]);
+            match only {
+                Some(c)
+                    if nodes[c].name == nodes[n].name
+                        && nodes[n].kind == NodeKind::Operator
+                        && nodes[c].kind == NodeKind::Operator =>
+                {
+                    nodes[n].children = std::mem::take(&mut nodes[c].children);
+                    nodes[n].runtimes = std::mem::take(&mut nodes[c].runtimes);
+                    // The child is gone from the tree.
+                    nodes[c].kind = NodeKind::Python;
+                }
+                _ => break,
+            }
+        }
+        let children = nodes[n].children.clone();
+        for c in children {
+            dedup(nodes, c);
+        }
+    }
+    for r in &roots {
+        for &n in r {
+            dedup(&mut nodes, n);
+        }
+    }
+
+    // Device and Tensor Core time of each launch.
+    let launch_device: Vec<(i64, i64)> = launches
+        .iter()
+        .map(|l| {
+            l.device.iter().fold((0, 0), |(d, tc), &i| {
+                let dv = &devices[i];
+                let dur = dv.end - dv.start;
+                let is_tc = dv.kernel && tc_kernel(p.str(dv.name));
+                (d + dur, tc + if is_tc { dur } else { 0 })
+            })
+        })
+        .collect();
+    fn fill(nodes: &mut Vec<Node>, n: usize, launches: &[Launch], ld: &[(i64, i64)]) {
+        let children = nodes[n].children.clone();
+        for &c in &children {
+            fill(nodes, c, launches, ld);
+        }
+        let mut host_self = nodes[n].end - nodes[n].start;
+        let (mut dt, mut tct) = (0i64, 0i64);
+        let mut eligible = nodes[n].tc_eligible;
+        let op = nodes[n].kind == NodeKind::Operator;
+        for &c in &children {
+            host_self -= nodes[c].end - nodes[c].start;
+            dt += nodes[c].device_total;
+            tct += nodes[c].tc_total;
+            eligible |= op && nodes[c].tc_eligible;
+        }
+        let (mut ds, mut tcs) = (0i64, 0i64);
+        for &r in &nodes[n].runtimes {
+            host_self -= launches[r].end - launches[r].start;
+            ds += ld[r].0;
+            tcs += ld[r].1;
+            eligible |= op && ld[r].1 > 0;
+        }
+        let nd = &mut nodes[n];
+        nd.host_self = host_self;
+        nd.device_self = ds;
+        nd.device_total = dt + ds;
+        nd.tc_self = tcs;
+        nd.tc_total = tct + tcs;
+        nd.tc_eligible = eligible;
+    }
+    for r in &roots {
+        for &n in r {
+            fill(&mut nodes, n, &launches, &launch_device);
+        }
+    }
+
+    // Operators in the tree (reached from a root), and who launched each kernel.
+    let mut in_tree: Vec<usize> = Vec::new();
+    let mut kernel_op: Vec<(usize, Option<usize>)> = Vec::new();
+    fn walk(
+        nodes: &[Node],
+        n: usize,
+        launches: &[Launch],
+        in_tree: &mut Vec<usize>,
+        kop: &mut Vec<(usize, Option<usize>)>,
+    ) {
+        for &c in &nodes[n].children {
+            walk(nodes, c, launches, in_tree, kop);
+        }
+        for &r in &nodes[n].runtimes {
+            for &d in &launches[r].device {
+                kop.push((d, Some(n)));
+            }
+        }
+        in_tree.push(n);
+    }
+    for r in &roots {
+        for &n in r {
+            walk(&nodes, n, &launches, &mut in_tree, &mut kernel_op);
+        }
+    }
+    // (A thread without operators has no tree: its calls count nowhere, as in the plugin.)
+    for (list, (_, ops)) in root_launches.iter().zip(&threads) {
+        if ops.is_empty() {
+            continue;
+        }
+        for &r in list {
+            for &d in &launches[r].device {
+                kernel_op.push((d, None));
+            }
+        }
+    }
+    // Kernels no runtime call launched: under the root of the thread with the steps (none
+    // without steps, as in the plugin).
+    if nodes.iter().any(|n| n.kind == NodeKind::Step) {
+        for &d in &staled {
+            kernel_op.push((d, None));
+        }
+    }
+    kernel_op.retain(|(d, _)| devices[*d].kernel);
+    let is_view_op = |n: &Node| {
+        let name = p.str(n.name);
+        n.kind == NodeKind::Operator
+            && name != "DataParallel.forward"
+            && name != "DistributedDataParallel.forward"
+            && !name.starts_with("Optimizer.")
+    };
+    let ops: Vec<usize> = in_tree
+        .iter()
+        .copied()
+        .filter(|&n| is_view_op(&nodes[n]))
+        .collect();
+
+    let aggregate = |with_shape: bool| -> Vec<OperatorRow> {
+        let mut rows: Vec<OperatorRow> = Vec::new();
+        let mut at: HashMap<(StrId, Option<StrId>), usize> = HashMap::default();
+        let mut tc: Vec<(i64, i64)> = Vec::new();
+        for &n in &ops {
+            let nd = &nodes[n];
+            let key = (nd.name, if with_shape { nd.shape } else { None });
+            let i = *at.entry(key).or_insert_with(|| {
+                rows.push(OperatorRow {
+                    name: p.str(nd.name).to_string(),
+                    input_shape: with_shape.then(|| {
+                        let v = nd
+                            .shape
+                            .and_then(|s| serde_json::from_str(p.str(s)).ok())
+                            .unwrap_or(serde_json::Value::Array(Vec::new()));
+                        let mut out = String::new();
+                        python_repr(&v, &mut out);
+                        out
+                    }),
+                    calls: 0,
+                    device_self_ps: 0,
+                    device_total_ps: 0,
+                    host_self_ps: 0,
+                    host_total_ps: 0,
+                    tc_eligible: nd.tc_eligible,
+                    tc_self_ratio: 0.0,
+                    tc_total_ratio: 0.0,
+                });
+                tc.push((0, 0));
+                rows.len() - 1
+            });
+            let r = &mut rows[i];
+            r.calls += 1;
+            r.host_total_ps += nd.end - nd.start;
+            r.host_self_ps += nd.host_self;
+            r.device_total_ps += nd.device_total;
+            r.device_self_ps += nd.device_self;
+            tc[i].0 += nd.tc_self;
+            tc[i].1 += nd.tc_total;
+        }
+        for (r, (s, t)) in rows.iter_mut().zip(tc) {
+            r.tc_self_ratio = if r.device_self_ps > 0 {
+                s as f64 / r.device_self_ps as f64
+            } else {
+                0.0
+            };
+            r.tc_total_ratio = if r.device_total_ps > 0 {
+                t as f64 / r.device_total_ps as f64
+            } else {
+                0.0
+            };
+        }
+        rows.sort_by(|a, b| {
+            b.device_self_ps
+                .cmp(&a.device_self_ps)
+                .then(b.host_self_ps.cmp(&a.host_self_ps))
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.input_shape.cmp(&b.input_shape))
+        });
+        rows
+    };
+    let operators_by_name = aggregate(false);
+    let operators_by_name_and_shape = aggregate(true);
+
+    // Kernels by name: every kernel.
+    let mut by_name: Vec<KernelRow> = Vec::new();
+    let mut at: HashMap<StrId, usize> = HashMap::default();
+    let mut weights: Vec<(f64, f64)> = Vec::new();
+    for dv in devices.iter().filter(|d| d.kernel) {
+        let i = *at.entry(dv.name).or_insert_with(|| {
+            let name = p.str(dv.name);
+            by_name.push(KernelRow {
+                name: name.to_string(),
+                tc_used: tc_kernel(name),
+                calls: 0,
+                total_ps: 0,
+                mean_ps: 0.0,
+                max_ps: i64::MIN,
+                min_ps: i64::MAX,
+                mean_blocks_per_sm: 0.0,
+                mean_occupancy_percent: 0.0,
+            });
+            weights.push((0.0, 0.0));
+            by_name.len() - 1
+        });
+        let dur = dv.end - dv.start;
+        let r = &mut by_name[i];
+        r.calls += 1;
+        r.total_ps += dur;
+        r.max_ps = r.max_ps.max(dur);
+        r.min_ps = r.min_ps.min(dur);
+        weights[i].0 += dv.blocks.unwrap_or(0.0) * dur as f64;
+        weights[i].1 += dv.occupancy.unwrap_or(0.0) * dur as f64;
+    }
+    for (r, (b, o)) in by_name.iter_mut().zip(weights) {
+        r.mean_ps = r.total_ps as f64 / r.calls as f64;
+        if r.total_ps > 0 {
+            r.mean_blocks_per_sm = b / r.total_ps as f64;
+            r.mean_occupancy_percent = o / r.total_ps as f64;
+        }
+    }
+    by_name.sort_by(|a, b| {
+        b.total_ps
+            .cmp(&a.total_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let all_kernels: i64 = by_name.iter().map(|r| r.total_ps).sum();
+    let tc_kernels: i64 = by_name
+        .iter()
+        .filter(|r| r.tc_used)
+        .map(|r| r.total_ps)
+        .sum();
+
+    // Kernels by kernel and operator: those the tree attributes.
+    type OpKey = (StrId, Option<StrId>, Option<StrId>, Option<StrId>, i64, i64);
+    let mut by_op: Vec<KernelOpRow> = Vec::new();
+    let mut at: HashMap<OpKey, usize> = HashMap::default();
+    let mut weights: Vec<(f64, f64)> = Vec::new();
+    for &(d, op) in &kernel_op {
+        let dv = &devices[d];
+        let key = (
+            dv.name,
+            op.map(|o| nodes[o].name),
+            dv.grid,
+            dv.block,
+            dv.regs.unwrap_or(0),
+            dv.smem.unwrap_or(0),
+        );
+        let i = *at.entry(key).or_insert_with(|| {
+            let name = p.str(dv.name);
+            by_op.push(KernelOpRow {
+                name: name.to_string(),
+                op_name: op.map_or("CallTreeRoot".to_string(), |o| {
+                    p.str(nodes[o].name).to_string()
+                }),
+                grid: int_list(p, dv.grid),
+                block: int_list(p, dv.block),
+                registers_per_thread: dv.regs,
+                shared_memory_bytes: dv.smem,
+                tc_used: tc_kernel(name),
+                op_tc_eligible: op.is_some_and(|o| nodes[o].tc_eligible),
+                calls: 0,
+                total_ps: 0,
+                mean_ps: 0.0,
+                max_ps: i64::MIN,
+                min_ps: i64::MAX,
+                mean_blocks_per_sm: 0.0,
+                mean_occupancy_percent: 0.0,
+            });
+            weights.push((0.0, 0.0));
+            by_op.len() - 1
+        });
+        let dur = dv.end - dv.start;
+        let r = &mut by_op[i];
+        r.calls += 1;
+        r.total_ps += dur;
+        r.max_ps = r.max_ps.max(dur);
+        r.min_ps = r.min_ps.min(dur);
+        weights[i].0 += dv.blocks.unwrap_or(0.0) * dur as f64;
+        weights[i].1 += dv.occupancy.unwrap_or(0.0) * dur as f64;
+    }
+    for (r, (b, o)) in by_op.iter_mut().zip(weights) {
+        r.mean_ps = r.total_ps as f64 / r.calls as f64;
+        if r.total_ps > 0 {
+            r.mean_blocks_per_sm = b / r.total_ps as f64;
+            r.mean_occupancy_percent = o / r.total_ps as f64;
+        }
+    }
+    by_op.sort_by(|a, b| {
+        b.total_ps
+            .cmp(&a.total_ps)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.op_name.cmp(&b.op_name))
+    });
+
+    // Kernel time of the innermost Tensor-Core-eligible operators, of the operators' kernel
+    // time (launches of operators only, not of no operator).
+    fn bottom(nodes: &[Node], n: usize, out: &mut Vec<usize>) -> bool {
+        let mut below = false;
+        for &c in &nodes[n].children {
+            below |= bottom(nodes, c, out);
+        }
+        if nodes[n].tc_eligible && !below {
+            out.push(n);
+            return true;
+        }
+        below
+    }
+    let mut eligible = Vec::new();
+    for r in &roots {
+        for &n in r {
+            bottom(&nodes, n, &mut eligible);
+        }
+    }
+    let kernel_time = |ns: &[usize]| -> i64 {
+        ns.iter()
+            .flat_map(|&n| &nodes[n].runtimes)
+            .flat_map(|&r| &launches[r].device)
+            .filter(|&&d| devices[d].kernel)
+            .map(|&d| devices[d].end - devices[d].start)
+            .sum()
+    };
+    let op_kernels = kernel_time(&ops);
+    Some(TorchViews {
+        operators_by_name,
+        operators_by_name_and_shape,
+        kernels_by_name: by_name,
+        kernels_by_name_and_op: by_op,
+        tc_used_ratio: (all_kernels > 0).then(|| tc_kernels as f64 / all_kernels as f64),
+        tc_eligible_ops_kernel_ratio: if op_kernels > 0 {
+            kernel_time(&eligible) as f64 / op_kernels as f64
+        } else {
+            0.0
+        },
+        notes,
+    })
+}
+
+/// The innermost node of a thread's tree around `[s, e)`.
+fn innermost(nodes: &[Node], roots: &[usize], s: i64, e: i64) -> Option<usize> {
+    let mut level = roots;
+    let mut found = None;
+    loop {
+        let i = level.partition_point(|&n| nodes[n].start <= s);
+        let Some(&n) = i.checked_sub(1).and_then(|i| level.get(i)) else {
+            return found;
+        };
+        if nodes[n].end < e {
+            return found;
+        }
+        if nodes[n].kind != NodeKind::Python || found.is_none() {
+            found = Some(n);
+        }
+        level = &nodes[n].children;
+    }
+}
