@@ -287,6 +287,9 @@ pub struct TorchFigures {
     pub gpus: Vec<crate::base::torch_steps::TorchGpu>,
     pub comm_overlap: Vec<crate::base::torch_steps::CommOverlap>,
     pub has_device: bool,
+    /// The collective ops, in time order.
+    #[serde(skip)]
+    pub comm_ops: Vec<crate::base::torch_steps::CommOp>,
 }
 
 impl StepDb {
@@ -322,6 +325,7 @@ impl StepDb {
                 gpus: t.gpus,
                 comm_overlap: t.comm_overlap,
                 has_device: t.has_device,
+                comm_ops: t.comm_ops,
             }),
         }
     }

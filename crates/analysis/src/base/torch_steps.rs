@@ -180,6 +180,57 @@ pub struct TorchSteps {
     pub notes: Vec<String>,
     /// Whether the trace has device work (kernels, copies or sets).
     pub has_device: bool,
+    /// The collective ops (NCCL/Gloo), in time order.
+    pub comm_ops: Vec<CommOp>,
+}
+
+/// One collective op and the time ranges it took: its own slice and its kernels'.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CommOp {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    #[serde(skip)]
+    pub ext: Option<i64>,
+    pub ranges: Vec<(i64, i64)>,
+    /// The inputs' size: elements times the size of their type (0 for types the plugin does
+    /// not know).
+    pub bytes: i64,
+    /// The step (index) that holds it.
+    pub step: Option<usize>,
+}
+
+/// The bytes of a collective's inputs from its `Input Dims` and `Input type` (JSON text), as
+/// the plugin sizes them.
+fn comm_bytes(dims: &str, types: &str) -> i64 {
+    let dims: Vec<Vec<i64>> = serde_json::from_str::<Vec<serde_json::Value>>(dims)
+        .unwrap_or_default()
+        .iter()
+        .map(|d| {
+            d.as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let types: Vec<String> = serde_json::from_str(types).unwrap_or_default();
+    dims.iter()
+        .zip(
+            types
+                .iter()
+                .map(String::as_str)
+                .chain(std::iter::repeat("")),
+        )
+        .map(|(d, t)| {
+            let size = match t {
+                "long int" => 8,
+                "float" | "int" => 4,
+                "c10::Half" | "c10::BFloat16" => 2,
+                "unsigned char" => 1,
+                _ => 0,
+            };
+            d.iter().product::<i64>() * size
+        })
+        .sum()
 }
 
 struct Device {
@@ -243,6 +294,9 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
     let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); ROLES];
     let mut kernels: Vec<(i64, i64, Option<i64>)> = Vec::new();
     let mut comm_ext: Vec<Option<i64>> = Vec::new();
+    let mut comm_ops: Vec<CommOp> = Vec::new();
+    let k_dims = p.key("Input Dims").or_else(|| p.key("Input dims"));
+    let k_types = p.key("Input type");
     let mut devices: Vec<Device> = Vec::new();
     let mut runtimes: Vec<(i64, i64, Option<i64>)> = Vec::new();
     let mut figs: Vec<KernelFig> = Vec::new();
@@ -345,6 +399,20 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
                         any = true;
                         if comm {
                             comm_ext.push(r.value_ext);
+                            let st = ev.stats(i);
+                            let text = |k: Option<StrId>| match k.and_then(|k| st.get(k)) {
+                                Some(StatValue::Str(s)) => p.str(s),
+                                _ => "",
+                            };
+                            comm_ops.push(CommOp {
+                                name: name.to_string(),
+                                start,
+                                end,
+                                ext: r.value_ext,
+                                ranges: vec![(start, end)],
+                                bytes: comm_bytes(text(k_dims).trim(), text(k_types).trim()),
+                                step: None,
+                            });
                         }
                         let counts_on_cpu = step || loader || !annotation;
                         if counts_on_cpu {
@@ -370,13 +438,35 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
         return None;
     }
     let mut notes = Vec::new();
+    let comm_set: std::collections::HashSet<Option<i64>> = comm_ext.iter().copied().collect();
     for &(s, e, ext) in &kernels {
-        if comm_ext.contains(&ext) {
+        if comm_set.contains(&ext) {
             ranges[COMMUNICATION].push((s, e));
         } else {
             ranges[KERNEL].push((s, e));
         }
     }
+    // A collective op's kernels (NCCL's, by External id) join its time ranges; where ids
+    // repeat, the last op of an id has them, as in the plugin.
+    let mut by_ext: HashMap<Option<i64>, usize> = HashMap::default();
+    for (k, c) in comm_ops.iter().enumerate() {
+        by_ext.insert(c.ext, k);
+    }
+    if comm_ops.iter().any(|c| c.name.starts_with("nccl:")) {
+        let mut kernels_sorted = kernels.clone();
+        kernels_sorted.sort_by_key(|k| k.0);
+        for &(s, e, ext) in &kernels_sorted {
+            if let Some(&k) = by_ext.get(&ext) {
+                comm_ops[k].ranges.push((s, e));
+            }
+        }
+    }
+    let kept: std::collections::HashSet<usize> = by_ext.values().copied().collect();
+    let mut k = 0;
+    comm_ops.retain(|_| {
+        k += 1;
+        kept.contains(&(k - 1))
+    });
     steps.sort_by_key(|s| s.0);
     let mut step_nums: Vec<Option<i64>> = steps.iter().map(|s| s.2).collect();
     let mut spans: Vec<(i64, i64)> = steps.iter().map(|s| (s.0, s.1)).collect();
@@ -390,6 +480,7 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
                 comm_overlap: Vec::new(),
                 notes,
                 has_device: !devices.is_empty(),
+                comm_ops: Vec::new(),
             });
         }
         notes.push("The trace has no `ProfilerStep#N` (the profiler's `step()` was not called): the whole host span, first operator to last, is one step, as in the PyTorch TensorBoard plugin.".into());
@@ -406,6 +497,25 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
     );
     if has_device && devices.iter().all(|d| !d.matched) {
         notes.push("No runtime call inside a step launched device work the trace links to it (by `correlation`): the steps are the host's `ProfilerStep#N` spans.".into());
+    }
+
+    // Each collective op to the step that holds it (in time order, as the plugin walks them).
+    comm_ops.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    let mut at = 0;
+    let mut outside = 0usize;
+    for c in comm_ops.iter_mut() {
+        c.ranges.sort_by_key(|r| (r.0, std::cmp::Reverse(r.1)));
+        while at < spans.len() && c.start >= spans[at].1 {
+            at += 1;
+        }
+        if at < spans.len() && c.start >= spans[at].0 && c.end <= spans[at].1 {
+            c.step = Some(at);
+        } else {
+            outside += 1;
+        }
+    }
+    if outside > 0 {
+        notes.push(format!("{outside} collective ops lie outside every step."));
     }
 
     // Each instant of the steps to the first role covering it; the rest is Other.
@@ -469,6 +579,7 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
         comm_overlap,
         notes,
         has_device,
+        comm_ops,
     })
 }
 

@@ -46,6 +46,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),
     &Entry::<pytorch_views::PytorchOperators>(PhantomData),
     &Entry::<pytorch_views::PytorchKernels>(PhantomData),
+    &Entry::<pytorch_views::PytorchDistributed>(PhantomData),
     &Entry::<temporal_breakdown::TemporalBreakdownTool>(PhantomData),
     &Entry::<comm_comp_overlap::CommCompOverlapTool>(PhantomData),
     &Entry::<kernel_breakdown::KernelBreakdownTool>(PhantomData),

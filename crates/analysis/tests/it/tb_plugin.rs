@@ -327,3 +327,88 @@ fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
         "{op_rows} {kernel_rows} {op_kernel_rows}"
     );
 }
+
+/// The distributed view of the two-rank job equals the plugin's: per rank and step the
+/// computation / overlapping / communication / other split, its mean, and per collective op
+/// the calls, bytes, total latency and data-transfer time.
+#[test]
+fn the_distributed_view_equals_the_tensorboard_plugins() {
+    let r: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            root().join("fixtures/expected/tb_profiler/overview/two_ranks.distributed.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let exp = &r["normalized"];
+    let run = open_run(xlens_store::discover(&root().join("fixtures/pytorch/two_ranks")).unwrap());
+    let v = run_tool("pytorch_distributed", &run, &[]).json().unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["world_size"], 128);
+    let ranks = jobs[0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    let mut checked = 0;
+    for (worker, w) in exp["per_rank"].as_object().unwrap() {
+        let rank = w["distributed_info"]["rank"].as_i64().unwrap();
+        let ours = ranks.iter().find(|x| x["rank"] == rank).unwrap();
+        let split = |s: &serde_json::Value| -> Vec<f64> {
+            [
+                "computation_ps",
+                "overlapping_ps",
+                "communication_ps",
+                "other_ps",
+            ]
+            .iter()
+            .map(|k| s[k].as_i64().unwrap() as f64 / US)
+            .collect()
+        };
+        let close = |a: &[f64], b: &serde_json::Value, what: &str| {
+            let b: Vec<f64> = b
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    (x - y).abs() <= 1.0,
+                    "{worker} {what}: ours {a:?}, plugin {b:?}"
+                );
+            }
+        };
+        close(
+            &split(&ours["mean"]),
+            &exp["overlap"]["data"]["all"][worker],
+            "mean",
+        );
+        for s in ours["steps"].as_array().unwrap() {
+            let name = s["step"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("ProfilerStep#");
+            close(&split(s), &exp["overlap"]["data"][name][worker], name);
+            checked += 1;
+        }
+        for (op, want) in w["comm_ops"].as_object().unwrap() {
+            let o = ours["comm_ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["name"] == op.as_str())
+                .unwrap();
+            assert_eq!(o["calls"], want["calls"], "{worker} {op}");
+            assert_eq!(o["bytes"], want["bytes"], "{worker} {op}");
+            for (ok, wk) in [
+                ("total_latency_ps", "total_latency_us"),
+                ("data_transfer_ps", "data_transfer_us"),
+            ] {
+                let (a, b) = (o[ok].as_i64().unwrap() as f64, want[wk].as_f64().unwrap());
+                assert!((a - b * US).abs() <= US, "{worker} {op} {ok}: {a} vs {b}");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 6);
+}

@@ -126,6 +126,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::kernel_stats::KernelStatsTool>::new(op_stats::kernel_view),
     &Typed::<tools::pytorch_views::PytorchOperators>::new(op_stats::pytorch_operators_view),
     &Typed::<tools::pytorch_views::PytorchKernels>::new(op_stats::pytorch_kernels_view),
+    &Typed::<tools::pytorch_views::PytorchDistributed>::new(op_stats::pytorch_distributed_view),
     &Typed::<tools::temporal_breakdown::TemporalBreakdownTool>::new(op_stats::temporal_view),
     &Typed::<tools::comm_comp_overlap::CommCompOverlapTool>::new(op_stats::overlap_view),
     &Typed::<tools::kernel_breakdown::KernelBreakdownTool>::new(op_stats::kernel_breakdown_view),

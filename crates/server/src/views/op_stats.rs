@@ -349,3 +349,40 @@ pub fn pytorch_kernels_view(
         }
     }
 }
+
+/// The PyTorch TensorBoard plugin's Distributed view: per job and rank, the steps' split and
+/// the collective ops.
+pub fn pytorch_distributed_view(
+    d: &xlens_analysis::tools::pytorch_views::Distributed,
+    _: &Cx,
+) -> Markup {
+    use xlens_analysis::tools::pytorch_views::{CommOpRow, StepSplit};
+    let steps = Table::new("sortable")
+        .col("step", |s: &&StepSplit| Cell::text(&s.step))
+        .num("computation_us", |s| us(s.computation_ps))
+        .num("overlapping_us", |s| us(s.overlapping_ps))
+        .num("communication_us", |s| us(s.communication_ps))
+        .num("other_us", |s| us(s.other_ps));
+    let ops = Table::new("sortable")
+        .col("name", |o: &&CommOpRow| Cell::name(&o.name))
+        .num("calls", |o| Cell::int(o.calls))
+        .num("bytes", |o| Cell::int(o.bytes))
+        .num("total_latency_us", |o| us(o.total_latency_ps))
+        .num("data_transfer_us", |o| match o.data_transfer_ps {
+            Some(v) => us(v),
+            None => Cell::text(""),
+        });
+    html! {
+        @for n in &d.notes { p class="dim" { (n) } }
+        @for j in &d.jobs {
+            h3 { "Job: " (j.backend.as_deref().unwrap_or("?")) ", world size "
+                 (j.world_size.map_or("?".to_string(), |v| v.to_string())) }
+            @for n in &j.notes { p class="dim" { (n) } }
+            @for r in &j.ranks {
+                h4 { (r.host) " (rank " (r.rank.map_or("?".to_string(), |v| v.to_string())) ")" }
+                (steps.render(r.steps.iter().chain(std::iter::once(&r.mean))))
+                (ops.render(r.comm_ops.iter()))
+            }
+        }
+    }
+}
