@@ -265,6 +265,7 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
         };
         if db.torch.is_some() {
             torch_recommendations(&mut rec, db.torch.as_ref(), &cat, total, &steps);
+            tensor_core_recommendation(&mut rec, a);
         }
         let input = pct(cat("input") as f64, total as f64);
         if db.torch.is_some() {
@@ -367,6 +368,33 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
 
 /// How a PyTorch trace's steps are formed, as the page says it.
 pub const TORCH_STEP_DEFINITION: &str = "Steps as the PyTorch profiler's TensorBoard plugin (torch-tb-profiler) forms them: each ProfilerStep#N, from the previous step's end to the later of its own end and the end of the device work launched inside it; all steps kept.";
+
+/// The PyTorch TensorBoard plugin's Tensor Core rule: on a GPU that has them (compute
+/// capability 7.0 or more), no kernel time on Tensor Cores while operators that could use them
+/// launched some.
+fn tensor_core_recommendation(rec: &mut Vec<Recommendation>, a: &Analysis) {
+    let p = a.profile();
+    let major = p.key("compute_cap_major").and_then(|k| {
+        p.planes
+            .iter()
+            .filter(|pl| p.str(pl.name).starts_with("/device:GPU:"))
+            .find_map(|pl| pl.stats().get(k).and_then(|v| v.as_i64()))
+    });
+    let Some(v) = a.torch_views() else { return };
+    if major.is_some_and(|m| m >= 7)
+        && v.tc_used_ratio == Some(0.0)
+        && v.tc_eligible_ops_kernel_ratio > 0.0
+    {
+        rec.push(Recommendation {
+            text: "Operators that can run on Tensor Cores launched kernels that do not use them: run them in lower precision with torch.autocast (bf16, or fp16 with a GradScaler), or allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True).".into(),
+            evidence: format!(
+                "{:.0}% of the operators' kernel time is launched by Tensor-Core-eligible operators; 0% of kernel time is on Tensor Cores (compute capability {}.x)",
+                100.0 * v.tc_eligible_ops_kernel_ratio,
+                major.unwrap_or(0)
+            ),
+        });
+    }
+}
 
 /// The PyTorch TensorBoard plugin's recommendations, with their figures: DataLoader over 5% of
 /// the step, GPU utilization under 50%, and communication over 10%.

@@ -158,6 +158,30 @@ fn overviews_equal_the_tensorboard_plugins() {
             .any(|t| t.as_str().unwrap().contains("DataLoader"));
         let ours_loader = h["advice"]["bottleneck"] == "input-bound";
         assert_eq!(ours_loader, plugin_loader, "{name}: input-bound");
+        // And its Tensor Core recommendation (AMP).
+        let plugin_tc = exp["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("Tensor Cores eligible"));
+        let ours_tc = h["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["text"].as_str().unwrap().contains("Tensor Cores"));
+        // (Where the plugin links no launch to an operator, it sees no eligible operator's
+        // kernels; xlens links them by nesting and may recommend it.)
+        let unlinked = exp["plugin_log"].as_array().is_some_and(|l| {
+            l.iter().any(|m| {
+                m["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("don't correlate to any operator")
+            })
+        });
+        if !unlinked {
+            assert_eq!(ours_tc, plugin_tc, "{name}: Tensor Core recommendation");
+        }
         compared += 1;
     }
     if std::env::var("CI").is_ok() {
@@ -274,6 +298,23 @@ fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
         if unlinked {
             continue;
         }
+        let near = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => (x - y).abs() < 1e-9,
+            _ => a.is_null() && b.is_null(),
+        };
+        assert!(
+            near(&v["hosts"][0]["tc_used_ratio"], &exp["tc_used_ratio"]),
+            "{name}"
+        );
+        assert!(
+            near(
+                &v["hosts"][0]["tc_eligible_ops_kernel_ratio"],
+                &exp["tc_eligible_ops_kernel_ratio"]
+            ),
+            "{name}: {} vs {}",
+            v["hosts"][0]["tc_eligible_ops_kernel_ratio"],
+            exp["tc_eligible_ops_kernel_ratio"]
+        );
         let v = run_tool("pytorch_kernels", &run, &[("group_by", "name_and_op")])
             .json()
             .unwrap();
