@@ -267,7 +267,8 @@ impl NativeRun {
                 let out = self.output(py, "memory_viewer", host, params)?;
                 py.detach(|| memory_buffers(&out))
             }
-            "op_profile" | "hlo_stats" | "framework_op_stats" | "kernel_stats" => {
+            "op_profile" | "hlo_stats" | "framework_op_stats" | "kernel_stats"
+            | "pytorch_operators" | "pytorch_kernels" => {
                 let out = self.output(py, name, host, params)?;
                 py.detach(|| rows_table(name, &out))
             }
@@ -293,6 +294,8 @@ const TABLES: &[&str] = &[
     "hlo_stats",
     "framework_op_stats",
     "kernel_stats",
+    "pytorch_operators",
+    "pytorch_kernels",
     "memory_viewer",
     "trace_events",
 ];
@@ -372,7 +375,7 @@ fn per_host_rows<T, R: Serialize>(
 
 /// The row tables of tools whose output holds a list of rows per host.
 fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
-    use xlens_analysis::tools::{framework_op_stats, hlo_stats, kernel_stats, op_profile};
+    use xlens_analysis::tools::{framework_op_stats, hlo_stats, kernel_stats, op_profile, pytorch_views};
     match name {
         "hlo_stats" => {
             let r = out
@@ -395,6 +398,26 @@ fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
         "kernel_stats" => per_host_rows(out.get::<PerHost<kernel_stats::KernelStats>>(), |s| {
             &s.kernels
         }),
+        // The PyTorch TensorBoard plugin's views, grouped as `group_by` asks.
+        "pytorch_operators" => per_host_rows(
+            out.get::<PerHost<pytorch_views::Operators>>(),
+            |s| &s.operators,
+        ),
+        "pytorch_kernels" => {
+            let r = out
+                .get::<PerHost<pytorch_views::Kernels>>()
+                .ok_or("pytorch_kernels gave another output")?;
+            if r.hosts
+                .iter()
+                .any(|(_, k)| k.as_ref().is_ok_and(|k| k.by_name_and_op.is_some()))
+            {
+                static NONE: Vec<xlens_analysis::base::torch_views::KernelOpRow> = Vec::new();
+                per_host_rows(Some(r), |k| k.by_name_and_op.as_ref().unwrap_or(&NONE))
+            } else {
+                static NONE: Vec<xlens_analysis::base::torch_views::KernelRow> = Vec::new();
+                per_host_rows(Some(r), |k| k.by_name.as_ref().unwrap_or(&NONE))
+            }
+        }
         "op_profile" => {
             let r = out
                 .get::<op_profile::OpProfileReport>()

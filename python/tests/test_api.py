@@ -124,6 +124,23 @@ def test_tables_agree_with_the_json(path: str, session: str) -> None:
         assert t.num_rows == len(ks)
         if ks:
             assert sum(t.column("occurrences").to_pylist()) == sum(k["occurrences"] for k in ks)
+    if "pytorch_operators" in tools:
+        for group in ("name", "name_and_shape"):
+            j = run.tool("pytorch_operators", group_by=group)
+            ops = [o for h in j["hosts"] for o in (h.get("operators") or [])]
+            t = run.table("pytorch_operators", group_by=group)
+            assert t.num_rows == len(ops)
+            if ops:
+                assert sum(t.column("host_self_ps").to_pylist()) == sum(o["host_self_ps"] for o in ops)
+                assert sum(t.column("device_total_ps").to_pylist()) == sum(o["device_total_ps"] for o in ops)
+    if "pytorch_kernels" in tools:
+        for group, key in (("name", "by_name"), ("name_and_op", "by_name_and_op")):
+            j = run.tool("pytorch_kernels", group_by=group)
+            ks = [k for h in j["hosts"] for k in (h.get(key) or [])]
+            t = run.table("pytorch_kernels", group_by=group)
+            assert t.num_rows == len(ks)
+            if ks:
+                assert sum(t.column("total_ps").to_pylist()) == sum(k["total_ps"] for k in ks)
     if "overview_page" in tools:
         j = run.tool("overview_page")
         steps = [r for h in j["hosts"] for r in (h.get("steps") or {}).get("rows", [])]

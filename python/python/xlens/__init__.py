@@ -77,7 +77,8 @@ class Run:
         """One of `xlens.TABLES` as a `pyarrow.Table` (`.to_pandas()`, `polars.from_arrow`).
 
         steps: the steps with their breakdown (ps per category); op_profile: every op with its
-        metrics; hlo_stats, framework_op_stats, kernel_stats: the tools' rows; memory_viewer:
+        metrics; hlo_stats, framework_op_stats, kernel_stats, pytorch_operators,
+        pytorch_kernels: the tools' rows (the last two grouped as `group_by=` says); memory_viewer:
         the buffers live at the peak of `module` (default the largest); trace_events: every
         event of `start_ps`..`end_ps` (default the whole trace).
         """

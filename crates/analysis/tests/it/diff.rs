@@ -341,3 +341,39 @@ fn ops_are_matched_by_structure_across_compilations() {
     let e = cond::check(&c, &d).evidence;
     assert!(e.contains(&renamed_row.name), "{e}");
 }
+
+/// The PyTorch TensorBoard plugin's ResNet-50 samples, `num_workers=0` against `num_workers=4`:
+/// the plugin's step fell from 177.6 to 141.1 ms (-20.6%) and its DataLoader from 33.4% to 0.8%
+/// (fixtures/expected/tb_profiler/overview/). The diff says faster by that much, with the
+/// DataLoader as the largest change, and the first run input-bound, the second not.
+#[test]
+fn the_num_workers_pair_is_faster_by_the_dataloader() {
+    let dir = common::root().join("fixtures/pytorch/tb_plugin");
+    let d = diff_of(
+        &dir.join("resnet50_num_workers_0.pt.trace.json.gz"),
+        &dir.join("resnet50_num_workers_4.pt.trace.json.gz"),
+        OpsScope::All,
+    );
+    assert_eq!(d.step_time.base.count, 6);
+    assert_eq!(d.step_time.new.count, 6);
+    assert_eq!(d.step_time.base.steps_from, "pytorch");
+    let pct = d.step_time.delta_mean_pct.unwrap();
+    assert!((pct - -20.57).abs() < 0.05, "{pct}");
+    assert_eq!(d.step_time.verdict, "faster");
+    let largest = d.breakdown.iter().max_by_key(|c| c.delta_ps.abs()).unwrap();
+    assert_eq!(largest.id, "dataloader");
+    assert!(largest.delta_ps < -58_000_000_000, "{}", largest.delta_ps);
+    let holds = |s: &str| cond::check(&cond::parse(s).unwrap(), &d).holds;
+    assert!(!holds("step_time.mean > +3%"));
+    assert!(holds("step_time.mean < -15%"));
+    let verdict = |a: &Option<xlens_analysis::base::advice::Advice>| {
+        a.as_ref().map(|a| a.bottleneck.as_str()).unwrap_or("")
+    };
+    assert_eq!(verdict(&d.base.advice), "input-bound");
+    assert_eq!(verdict(&d.new.advice), "compute-bound");
+    assert!(
+        d.verdict.iter().any(|l| l.contains("DataLoader")),
+        "{:?}",
+        d.verdict
+    );
+}
