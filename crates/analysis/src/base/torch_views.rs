@@ -690,42 +690,31 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
     let operators_by_name_and_shape = aggregate(true);
 
     // Kernels by name: every kernel.
-    let mut by_name: Vec<KernelRow> = Vec::new();
-    let mut at: HashMap<StrId, usize> = HashMap::default();
-    let mut weights: Vec<(f64, f64)> = Vec::new();
-    for dv in devices.iter().filter(|d| d.kernel) {
-        let i = *at.entry(dv.name).or_insert_with(|| {
-            let name = p.str(dv.name);
-            by_name.push(KernelRow {
+    let groups = group_kernels(
+        &devices,
+        devices
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.kernel)
+            .map(|(i, d)| (d.name, i)),
+    );
+    let mut by_name: Vec<KernelRow> = groups
+        .into_iter()
+        .map(|(_, first, f)| {
+            let name = p.str(devices[first].name);
+            KernelRow {
                 name: name.to_string(),
                 tc_used: tc_kernel(name),
-                calls: 0,
-                total_ps: 0,
-                mean_ps: 0.0,
-                max_ps: i64::MIN,
-                min_ps: i64::MAX,
-                mean_blocks_per_sm: 0.0,
-                mean_occupancy_percent: 0.0,
-            });
-            weights.push((0.0, 0.0));
-            by_name.len() - 1
-        });
-        let dur = dv.end - dv.start;
-        let r = &mut by_name[i];
-        r.calls += 1;
-        r.total_ps += dur;
-        r.max_ps = r.max_ps.max(dur);
-        r.min_ps = r.min_ps.min(dur);
-        weights[i].0 += dv.blocks.unwrap_or(0.0) * dur as f64;
-        weights[i].1 += dv.occupancy.unwrap_or(0.0) * dur as f64;
-    }
-    for (r, (b, o)) in by_name.iter_mut().zip(weights) {
-        r.mean_ps = r.total_ps as f64 / r.calls as f64;
-        if r.total_ps > 0 {
-            r.mean_blocks_per_sm = b / r.total_ps as f64;
-            r.mean_occupancy_percent = o / r.total_ps as f64;
-        }
-    }
+                calls: f.calls,
+                total_ps: f.total,
+                mean_ps: f.mean(),
+                max_ps: f.max,
+                min_ps: f.min,
+                mean_blocks_per_sm: f.weighted(f.blocks),
+                mean_occupancy_percent: f.weighted(f.occupancy),
+            }
+        })
+        .collect();
     by_name.sort_by(|a, b| {
         b.total_ps
             .cmp(&a.total_ps)
@@ -739,23 +728,31 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         .sum();
 
     // Kernels by kernel and operator: those the tree attributes.
-    type OpKey = (StrId, Option<StrId>, Option<StrId>, Option<StrId>, i64, i64);
-    let mut by_op: Vec<KernelOpRow> = Vec::new();
-    let mut at: HashMap<OpKey, usize> = HashMap::default();
-    let mut weights: Vec<(f64, f64)> = Vec::new();
-    for &(d, op) in &kernel_op {
-        let dv = &devices[d];
-        let key = (
-            dv.name,
-            op.map(|o| nodes[o].name),
-            dv.grid,
-            dv.block,
-            dv.regs.unwrap_or(0),
-            dv.smem.unwrap_or(0),
-        );
-        let i = *at.entry(key).or_insert_with(|| {
+    let groups = group_kernels(
+        &devices,
+        kernel_op.iter().map(|&(d, op)| {
+            let dv = &devices[d];
+            (
+                (
+                    dv.name,
+                    op.map(|o| nodes[o].name),
+                    dv.grid,
+                    dv.block,
+                    dv.regs.unwrap_or(0),
+                    dv.smem.unwrap_or(0),
+                ),
+                d,
+            )
+        }),
+    );
+    // The operator of each attributed kernel (each kernel is attributed once).
+    let op_of: HashMap<usize, Option<usize>> = kernel_op.iter().copied().collect();
+    let mut by_op: Vec<KernelOpRow> = groups
+        .into_iter()
+        .map(|(_, first, f)| {
+            let (dv, op) = (&devices[first], op_of.get(&first).copied().flatten());
             let name = p.str(dv.name);
-            by_op.push(KernelOpRow {
+            KernelOpRow {
                 name: name.to_string(),
                 op_name: op.map_or("CallTreeRoot".to_string(), |o| {
                     p.str(nodes[o].name).to_string()
@@ -766,33 +763,16 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                 shared_memory_bytes: dv.smem,
                 tc_used: tc_kernel(name),
                 op_tc_eligible: op.is_some_and(|o| nodes[o].tc_eligible),
-                calls: 0,
-                total_ps: 0,
-                mean_ps: 0.0,
-                max_ps: i64::MIN,
-                min_ps: i64::MAX,
-                mean_blocks_per_sm: 0.0,
-                mean_occupancy_percent: 0.0,
-            });
-            weights.push((0.0, 0.0));
-            by_op.len() - 1
-        });
-        let dur = dv.end - dv.start;
-        let r = &mut by_op[i];
-        r.calls += 1;
-        r.total_ps += dur;
-        r.max_ps = r.max_ps.max(dur);
-        r.min_ps = r.min_ps.min(dur);
-        weights[i].0 += dv.blocks.unwrap_or(0.0) * dur as f64;
-        weights[i].1 += dv.occupancy.unwrap_or(0.0) * dur as f64;
-    }
-    for (r, (b, o)) in by_op.iter_mut().zip(weights) {
-        r.mean_ps = r.total_ps as f64 / r.calls as f64;
-        if r.total_ps > 0 {
-            r.mean_blocks_per_sm = b / r.total_ps as f64;
-            r.mean_occupancy_percent = o / r.total_ps as f64;
-        }
-    }
+                calls: f.calls,
+                total_ps: f.total,
+                mean_ps: f.mean(),
+                max_ps: f.max,
+                min_ps: f.min,
+                mean_blocks_per_sm: f.weighted(f.blocks),
+                mean_occupancy_percent: f.weighted(f.occupancy),
+            }
+        })
+        .collect();
     by_op.sort_by(|a, b| {
         b.total_ps
             .cmp(&a.total_ps)
@@ -841,6 +821,65 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         },
         notes,
     })
+}
+
+/// Calls, time and duration-weighted blocks per SM and occupancy of a group of kernels (a
+/// kernel without a figure counts 0).
+struct Figures {
+    calls: u64,
+    total: i64,
+    max: i64,
+    min: i64,
+    blocks: f64,
+    occupancy: f64,
+}
+
+impl Figures {
+    fn mean(&self) -> f64 {
+        self.total as f64 / self.calls.max(1) as f64
+    }
+
+    fn weighted(&self, sum: f64) -> f64 {
+        if self.total > 0 {
+            sum / self.total as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The kernels `items` names (key, device event), grouped by key in first-seen order: each
+/// key, its first event and the group's figures.
+fn group_kernels<K: std::hash::Hash + Eq + Copy>(
+    devices: &[DeviceEv],
+    items: impl Iterator<Item = (K, usize)>,
+) -> Vec<(K, usize, Figures)> {
+    let mut out: Vec<(K, usize, Figures)> = Vec::new();
+    let mut at: HashMap<K, usize> = HashMap::default();
+    for (key, d) in items {
+        let i = *at.entry(key).or_insert_with(|| {
+            let empty = Figures {
+                calls: 0,
+                total: 0,
+                max: i64::MIN,
+                min: i64::MAX,
+                blocks: 0.0,
+                occupancy: 0.0,
+            };
+            out.push((key, d, empty));
+            out.len() - 1
+        });
+        let dv = &devices[d];
+        let dur = dv.end - dv.start;
+        let f = &mut out[i].2;
+        f.calls += 1;
+        f.total += dur;
+        f.max = f.max.max(dur);
+        f.min = f.min.min(dur);
+        f.blocks += dv.blocks.unwrap_or(0.0) * dur as f64;
+        f.occupancy += dv.occupancy.unwrap_or(0.0) * dur as f64;
+    }
+    out
 }
 
 /// The innermost node of a thread's tree around `[s, e)`.

@@ -26,6 +26,19 @@ const COSTS: [(&str, &str); 8] = [
 /// 1 µs, in ps.
 const US: f64 = 1e6;
 
+/// Whether the plugin linked no runtime call to an operator (its log says so): traces whose
+/// launches carry their own External ids.
+fn unlinked(exp: &serde_json::Value) -> bool {
+    exp["plugin_log"].as_array().is_some_and(|l| {
+        l.iter().any(|m| {
+            m["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("don't correlate to any operator")
+        })
+    })
+}
+
 fn references() -> Vec<(PathBuf, serde_json::Value)> {
     let dir = root().join("fixtures/expected/tb_profiler/overview");
     let mut v: Vec<(PathBuf, serde_json::Value)> = std::fs::read_dir(&dir)
@@ -171,14 +184,7 @@ fn overviews_equal_the_tensorboard_plugins() {
             .any(|r| r["text"].as_str().unwrap().contains("Tensor Cores"));
         // (Where the plugin links no launch to an operator, it sees no eligible operator's
         // kernels; xlens links them by nesting and may recommend it.)
-        let unlinked = exp["plugin_log"].as_array().is_some_and(|l| {
-            l.iter().any(|m| {
-                m["message"]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains("don't correlate to any operator")
-            })
-        });
+        let unlinked = unlinked(exp);
         if !unlinked {
             assert_eq!(ours_tc, plugin_tc, "{name}: Tensor Core recommendation");
         }
@@ -213,14 +219,7 @@ fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
         if exp.get("operators").is_none() {
             continue;
         }
-        let unlinked = exp["plugin_log"].as_array().is_some_and(|l| {
-            l.iter().any(|m| {
-                m["message"]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains("don't correlate to any operator")
-            })
-        });
+        let unlinked = unlinked(exp);
         let tol = |_: f64| US;
         full += usize::from(!unlinked);
         let run = open_run(xlens_store::discover(trace).unwrap());
