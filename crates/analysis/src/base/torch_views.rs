@@ -123,6 +123,23 @@ pub struct OperatorRow {
     /// Share of device self time in Tensor Core kernels.
     pub tc_self_ratio: f64,
     pub tc_total_ratio: f64,
+    /// The same figures per call stack (`Call stack`, traces taken with `with_stack=True`),
+    /// for the stacks recorded (empty without them).
+    pub call_stacks: Vec<CallStackRow>,
+}
+
+/// An operator row's figures for the calls from one call stack.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallStackRow {
+    pub call_stack: String,
+    pub calls: u64,
+    pub device_self_ps: i64,
+    pub device_total_ps: i64,
+    pub host_self_ps: i64,
+    pub host_total_ps: i64,
+    pub tc_eligible: bool,
+    pub tc_self_ratio: f64,
+    pub tc_total_ratio: f64,
 }
 
 /// One row of the kernel view by name.
@@ -195,6 +212,8 @@ struct Node {
     kind: NodeKind,
     ext: Option<i64>,
     shape: Option<StrId>,
+    /// `Call stack`, when recorded (not empty).
+    stack: Option<StrId>,
     children: Vec<usize>,
     runtimes: Vec<usize>,
     // Filled by `fill`.
@@ -263,6 +282,7 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
     let cat_key = p.key("cat")?;
     let key = |n: &str| p.key(n);
     let (k_ext, k_ext2, k_corr) = (key("External id"), key("external id"), key("correlation"));
+    let k_stack = key("Call stack");
     let (k_dims, k_dims2, k_mod) = (
         key("Input Dims"),
         key("Input dims"),
@@ -388,6 +408,10 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                             kind,
                             ext: if kind == NodeKind::Module { None } else { ext },
                             shape,
+                            stack: match k_stack.and_then(|k| st.get(k)) {
+                                Some(StatValue::Str(c)) if !p.str(c).is_empty() => Some(c),
+                                _ => None,
+                            },
                             children: Vec::new(),
                             runtimes: Vec::new(),
                             host_self: 0,
@@ -626,57 +650,57 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         .collect();
 
     let aggregate = |with_shape: bool| -> Vec<OperatorRow> {
-        let mut rows: Vec<OperatorRow> = Vec::new();
-        let mut at: HashMap<(StrId, Option<StrId>), usize> = HashMap::default();
-        let mut tc: Vec<(i64, i64)> = Vec::new();
-        for &n in &ops {
-            let nd = &nodes[n];
-            let key = (nd.name, if with_shape { nd.shape } else { None });
-            let i = *at.entry(key).or_insert_with(|| {
-                rows.push(OperatorRow {
-                    name: p.str(nd.name).to_string(),
-                    input_shape: with_shape.then(|| {
-                        let v = nd
-                            .shape
-                            .and_then(|s| serde_json::from_str(p.str(s)).ok())
-                            .unwrap_or(serde_json::Value::Array(Vec::new()));
-                        let mut out = String::new();
-                        python_repr(&v, &mut out);
-                        out
-                    }),
-                    calls: 0,
-                    device_self_ps: 0,
-                    device_total_ps: 0,
-                    host_self_ps: 0,
-                    host_total_ps: 0,
-                    tc_eligible: nd.tc_eligible,
-                    tc_self_ratio: 0.0,
-                    tc_total_ratio: 0.0,
+        let shape_of = |n: &Node| if with_shape { n.shape } else { None };
+        // Per call stack (where recorded): the same sums, under their operator's row.
+        let mut stacks: HashMap<(StrId, Option<StrId>), Vec<CallStackRow>> = HashMap::default();
+        for (key, first, sums) in sum_ops(
+            &nodes,
+            ops.iter()
+                .filter_map(|&n| Some(((nodes[n].name, shape_of(&nodes[n]), nodes[n].stack?), n))),
+        ) {
+            stacks
+                .entry((key.0, key.1))
+                .or_default()
+                .push(CallStackRow {
+                    call_stack: p.str(key.2).to_string(),
+                    calls: sums.calls,
+                    device_self_ps: sums.device_self,
+                    device_total_ps: sums.device_total,
+                    host_self_ps: sums.host_self,
+                    host_total_ps: sums.host_total,
+                    tc_eligible: nodes[first].tc_eligible,
+                    tc_self_ratio: sums.tc_self_ratio(),
+                    tc_total_ratio: sums.tc_total_ratio(),
                 });
-                tc.push((0, 0));
-                rows.len() - 1
-            });
-            let r = &mut rows[i];
-            r.calls += 1;
-            r.host_total_ps += nd.end - nd.start;
-            r.host_self_ps += nd.host_self;
-            r.device_total_ps += nd.device_total;
-            r.device_self_ps += nd.device_self;
-            tc[i].0 += nd.tc_self;
-            tc[i].1 += nd.tc_total;
         }
-        for (r, (s, t)) in rows.iter_mut().zip(tc) {
-            r.tc_self_ratio = if r.device_self_ps > 0 {
-                s as f64 / r.device_self_ps as f64
-            } else {
-                0.0
-            };
-            r.tc_total_ratio = if r.device_total_ps > 0 {
-                t as f64 / r.device_total_ps as f64
-            } else {
-                0.0
-            };
-        }
+        let mut rows: Vec<OperatorRow> = sum_ops(
+            &nodes,
+            ops.iter()
+                .map(|&n| ((nodes[n].name, shape_of(&nodes[n])), n)),
+        )
+        .into_iter()
+        .map(|(key, first, sums)| OperatorRow {
+            name: p.str(key.0).to_string(),
+            input_shape: with_shape.then(|| {
+                let v = key
+                    .1
+                    .and_then(|s| serde_json::from_str(p.str(s)).ok())
+                    .unwrap_or(serde_json::Value::Array(Vec::new()));
+                let mut out = String::new();
+                python_repr(&v, &mut out);
+                out
+            }),
+            calls: sums.calls,
+            device_self_ps: sums.device_self,
+            device_total_ps: sums.device_total,
+            host_self_ps: sums.host_self,
+            host_total_ps: sums.host_total,
+            tc_eligible: nodes[first].tc_eligible,
+            tc_self_ratio: sums.tc_self_ratio(),
+            tc_total_ratio: sums.tc_total_ratio(),
+            call_stacks: stacks.remove(&key).unwrap_or_default(),
+        })
+        .collect();
         rows.sort_by(|a, b| {
             b.device_self_ps
                 .cmp(&a.device_self_ps)
@@ -821,6 +845,61 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         },
         notes,
     })
+}
+
+/// The sums of a group of operators.
+#[derive(Default)]
+struct OpSums {
+    calls: u64,
+    host_total: i64,
+    host_self: i64,
+    device_total: i64,
+    device_self: i64,
+    tc_self: i64,
+    tc_total: i64,
+}
+
+impl OpSums {
+    fn tc_self_ratio(&self) -> f64 {
+        if self.device_self > 0 {
+            self.tc_self as f64 / self.device_self as f64
+        } else {
+            0.0
+        }
+    }
+
+    fn tc_total_ratio(&self) -> f64 {
+        if self.device_total > 0 {
+            self.tc_total as f64 / self.device_total as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The operators `items` names (key, node), summed by key in first-seen order: each key, its
+/// first node and the sums.
+fn sum_ops<K: std::hash::Hash + Eq + Copy>(
+    nodes: &[Node],
+    items: impl Iterator<Item = (K, usize)>,
+) -> Vec<(K, usize, OpSums)> {
+    let mut out: Vec<(K, usize, OpSums)> = Vec::new();
+    let mut at: HashMap<K, usize> = HashMap::default();
+    for (key, n) in items {
+        let i = *at.entry(key).or_insert_with(|| {
+            out.push((key, n, OpSums::default()));
+            out.len() - 1
+        });
+        let (nd, s) = (&nodes[n], &mut out[i].2);
+        s.calls += 1;
+        s.host_total += nd.end - nd.start;
+        s.host_self += nd.host_self;
+        s.device_total += nd.device_total;
+        s.device_self += nd.device_self;
+        s.tc_self += nd.tc_self;
+        s.tc_total += nd.tc_total;
+    }
+    out
 }
 
 /// Calls, time and duration-weighted blocks per SM and occupancy of a group of kernels (a

@@ -210,6 +210,7 @@ fn overviews_equal_the_tensorboard_plugins() {
 fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
     let traces = pytorch_traces();
     let (mut op_rows, mut kernel_rows, mut op_kernel_rows, mut full) = (0, 0, 0, 0);
+    let mut stack_rows = 0;
     for (_, r) in references() {
         let name = r["trace"].as_str().unwrap();
         let Some(trace) = traces.iter().find(|t| t.file_name().unwrap() == name) else {
@@ -260,6 +261,45 @@ fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
                         w["input_shape"],
                         ov / US
                     );
+                }
+                // Per call stack, where recorded.
+                let want_stacks = w["call_stacks"]
+                    .as_array()
+                    .map_or(&[][..], |v| v.as_slice());
+                let ours_stacks = o["call_stacks"]
+                    .as_array()
+                    .map_or(&[][..], |v| v.as_slice());
+                assert_eq!(
+                    ours_stacks.len(),
+                    want_stacks.len(),
+                    "{name} {} stacks",
+                    w["name"]
+                );
+                for ws in want_stacks {
+                    let text =
+                        &exp["operators"]["call_stacks"][ws["stack"].as_u64().unwrap() as usize];
+                    let os = ours_stacks
+                        .iter()
+                        .find(|x| &x["call_stack"] == text)
+                        .unwrap_or_else(|| panic!("{name} {}: stack {text}", w["name"]));
+                    assert_eq!(os["calls"], ws["calls"], "{name} {}", w["name"]);
+                    let t = ws["host_total_duration"].as_f64().unwrap();
+                    let ov = os["host_total_ps"].as_i64().unwrap() as f64;
+                    assert!(
+                        (ov - t * US).abs() <= US,
+                        "{name} {} stack host total",
+                        w["name"]
+                    );
+                    if !unlinked {
+                        let t = ws["device_total_duration"].as_f64().unwrap();
+                        let ov = os["device_total_ps"].as_i64().unwrap() as f64;
+                        assert!(
+                            (ov - t * US).abs() <= US,
+                            "{name} {} stack device total",
+                            w["name"]
+                        );
+                    }
+                    stack_rows += 1;
                 }
                 op_rows += 1;
             }
@@ -362,6 +402,7 @@ fn operator_and_kernel_views_equal_the_tensorboard_plugins() {
         }
     }
     assert!(full >= 5, "{full} traces with operator-linked launches");
+    assert!(stack_rows > 500, "{stack_rows} call-stack rows");
     assert!(
         op_rows > 2000 && kernel_rows > 500 && op_kernel_rows > 500,
         "{op_rows} {kernel_rows} {op_kernel_rows}"
