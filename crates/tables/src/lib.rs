@@ -200,7 +200,7 @@ pub fn to_batches(s: &HostSummary) -> Result<Vec<(&'static str, RecordBatch)>, T
     let mut ps = Int64Builder::new();
     let mut rows = 0;
     for (i, r) in s.steps.iter().enumerate() {
-        for (c, v) in s.step_model.categories().iter().zip(&r.breakdown_ps) {
+        for (c, v) in s.step_model.categories().iter().zip(r.breakdown()) {
             step.append_value(&r.name);
             idx.append_value(u32::try_from(i).unwrap_or(u32::MAX));
             cat.append_value(c.id);
@@ -499,6 +499,10 @@ pub fn from_parquet_sharing(
                 })
             }
         }
+    }
+    let columns = s.step_model.categories().len();
+    for r in &mut s.steps {
+        r.columns = u8::try_from(columns).unwrap_or(u8::MAX);
     }
 
     let t = "ops";

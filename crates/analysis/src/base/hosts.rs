@@ -373,6 +373,7 @@ mod tests {
             begin_ps: 0,
             duration_ps: dur,
             breakdown_ps: breakdown,
+            columns: CATEGORIES.len() as u8,
         }
     }
 

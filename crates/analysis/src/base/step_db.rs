@@ -128,8 +128,9 @@ pub const CATEGORIES: &[Category; N_CATEGORIES] = &[
     },
 ];
 
-/// One step as XProf computes it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One step as XProf computes it (or, for PyTorch traces, as the PyTorch TensorBoard plugin
+/// does).
+#[derive(Debug, Clone, PartialEq)]
 pub struct StepRow {
     /// XProf's group id (the step's order among the roots).
     pub group_id: i64,
@@ -137,12 +138,39 @@ pub struct StepRow {
     pub name: String,
     pub begin_ps: i64,
     pub duration_ps: i64,
-    /// Picoseconds per [`CATEGORIES`] entry, in that order (held in the row: a pod's summaries
-    /// keep millions of steps).
+    /// Picoseconds per category of the host's step model, in that order ([`CATEGORIES`] for
+    /// XProf's; held in the row: a pod's summaries keep millions of steps). Entries past
+    /// `columns` are 0 and not shown.
     pub breakdown_ps: [i64; N_CATEGORIES],
+    /// How many of `breakdown_ps` are the model's categories.
+    pub columns: u8,
+}
+
+impl Serialize for StepRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("StepRow", 5)?;
+        st.serialize_field("group_id", &self.group_id)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("begin_ps", &self.begin_ps)?;
+        st.serialize_field("duration_ps", &self.duration_ps)?;
+        st.serialize_field("breakdown_ps", self.breakdown())?;
+        st.end()
+    }
 }
 
 impl StepRow {
+    /// The breakdown's entries for the model's categories.
+    pub fn breakdown(&self) -> &[i64] {
+        &self.breakdown_ps[..usize::from(self.columns).min(N_CATEGORIES)]
+    }
+
+    /// The row with `n` of its breakdown's entries shown (the step model's categories).
+    pub fn with_columns(mut self, n: usize) -> StepRow {
+        self.columns = u8::try_from(n.min(N_CATEGORIES)).unwrap_or(N_CATEGORIES as u8);
+        self
+    }
+
     /// A step as a summary keeps it: its breakdown, without the per-event-type times.
     pub fn from_breakdown(
         group_id: i64,
@@ -157,6 +185,7 @@ impl StepRow {
             begin_ps,
             duration_ps,
             breakdown_ps,
+            columns: N_CATEGORIES as u8,
         }
     }
 }
@@ -2050,6 +2079,7 @@ fn build_rows(ev: Vec<(i64, StepEvents)>, has_device: bool) -> Vec<StepRow> {
             begin_ps: b,
             duration_ps: e - b,
             breakdown_ps: breakdown_of(&type_ps),
+            columns: N_CATEGORIES as u8,
         });
     }
     rows
@@ -2211,6 +2241,7 @@ fn tpu_steps(p: &Profile, mut notes: Vec<String>) -> StepDb {
                 begin_ps: b,
                 duration_ps: d,
                 breakdown_ps: breakdown_of(&type_ps),
+                columns: N_CATEGORIES as u8,
             }
         })
         .collect();

@@ -541,6 +541,7 @@ pub fn torch_steps(p: &Profile) -> Option<TorchSteps> {
                 None => "whole trace".to_string(),
             };
             StepRow::from_breakdown(i as i64, name, s, e - s, breakdown)
+                .with_columns(TORCH_CATEGORIES.len())
         })
         .collect();
     debug_assert!(rows
