@@ -544,14 +544,21 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         }
     }
 
-    // Device and Tensor Core time of each launch.
+    // Device and Tensor Core time of each launch (whether a kernel uses Tensor Cores, once per
+    // name: the patterns are searched in long names).
+    let mut tc_of: HashMap<StrId, bool> = HashMap::default();
+    for dv in devices.iter().filter(|d| d.kernel) {
+        tc_of
+            .entry(dv.name)
+            .or_insert_with(|| tc_kernel(p.str(dv.name)));
+    }
     let launch_device: Vec<(i64, i64)> = launches
         .iter()
         .map(|l| {
             l.device.iter().fold((0, 0), |(d, tc), &i| {
                 let dv = &devices[i];
                 let dur = dv.end - dv.start;
-                let is_tc = dv.kernel && tc_kernel(p.str(dv.name));
+                let is_tc = dv.kernel && tc_of.get(&dv.name).copied().unwrap_or(false);
                 (d + dur, tc + if is_tc { dur } else { 0 })
             })
         })
