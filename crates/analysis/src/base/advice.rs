@@ -547,7 +547,11 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
     };
     let mut figures = vec![
         Figure {
-            name: "input_pct",
+            name: if roles.torch {
+                "dataloader_pct"
+            } else {
+                "input_pct"
+            },
             percent: input,
         },
         Figure {

@@ -339,8 +339,8 @@ impl StepDb {
         } else {
             Hardware::CpuOnly
         };
-        let mut notes = vec!["Steps as the PyTorch profiler's TensorBoard plugin (torch-tb-profiler) forms them: each `ProfilerStep#N` from the previous step's end to the end of the device work launched inside it; every step kept (XProf's rule of dropping the first and last applies to XSpace profiles only).".to_string()];
-        notes.extend(t.notes);
+        // (How the steps are formed is stated by the overview's `pytorch.step_definition`.)
+        let notes = t.notes;
         StepDb {
             hardware,
             pre_grouped: false,

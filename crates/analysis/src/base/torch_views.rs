@@ -884,20 +884,32 @@ impl OpSums {
     }
 }
 
-/// The operators `items` names (key, node), summed by key in first-seen order: each key, its
-/// first node and the sums.
+/// `items` (key, index) grouped by key in first-seen order, each group's value started by
+/// `start` and then given each index by `add`: each key, its first index and the value.
+fn grouped<K: std::hash::Hash + Eq + Copy, V>(
+    items: impl Iterator<Item = (K, usize)>,
+    start: impl Fn() -> V,
+    mut add: impl FnMut(&mut V, usize),
+) -> Vec<(K, usize, V)> {
+    let mut out: Vec<(K, usize, V)> = Vec::new();
+    let mut at: HashMap<K, usize> = HashMap::default();
+    for (key, x) in items {
+        let i = *at.entry(key).or_insert_with(|| {
+            out.push((key, x, start()));
+            out.len() - 1
+        });
+        add(&mut out[i].2, x);
+    }
+    out
+}
+
+/// The operators `items` names (key, node), summed by key.
 fn sum_ops<K: std::hash::Hash + Eq + Copy>(
     nodes: &[Node],
     items: impl Iterator<Item = (K, usize)>,
 ) -> Vec<(K, usize, OpSums)> {
-    let mut out: Vec<(K, usize, OpSums)> = Vec::new();
-    let mut at: HashMap<K, usize> = HashMap::default();
-    for (key, n) in items {
-        let i = *at.entry(key).or_insert_with(|| {
-            out.push((key, n, OpSums::default()));
-            out.len() - 1
-        });
-        let (nd, s) = (&nodes[n], &mut out[i].2);
+    grouped(items, OpSums::default, |s, n| {
+        let nd = &nodes[n];
         s.calls += 1;
         s.host_total += nd.end - nd.start;
         s.host_self += nd.host_self;
@@ -905,8 +917,7 @@ fn sum_ops<K: std::hash::Hash + Eq + Copy>(
         s.device_self += nd.device_self;
         s.tc_self += nd.tc_self;
         s.tc_total += nd.tc_total;
-    }
-    out
+    })
 }
 
 /// Calls, time and duration-weighted blocks per SM and occupancy of a group of kernels (a
@@ -934,38 +945,29 @@ impl Figures {
     }
 }
 
-/// The kernels `items` names (key, device event), grouped by key in first-seen order: each
-/// key, its first event and the group's figures.
+/// The kernels `items` names (key, device event), grouped by key.
 fn group_kernels<K: std::hash::Hash + Eq + Copy>(
     devices: &[DeviceEv],
     items: impl Iterator<Item = (K, usize)>,
 ) -> Vec<(K, usize, Figures)> {
-    let mut out: Vec<(K, usize, Figures)> = Vec::new();
-    let mut at: HashMap<K, usize> = HashMap::default();
-    for (key, d) in items {
-        let i = *at.entry(key).or_insert_with(|| {
-            let empty = Figures {
-                calls: 0,
-                total: 0,
-                max: i64::MIN,
-                min: i64::MAX,
-                blocks: 0.0,
-                occupancy: 0.0,
-            };
-            out.push((key, d, empty));
-            out.len() - 1
-        });
+    let start = || Figures {
+        calls: 0,
+        total: 0,
+        max: i64::MIN,
+        min: i64::MAX,
+        blocks: 0.0,
+        occupancy: 0.0,
+    };
+    grouped(items, start, |f, d| {
         let dv = &devices[d];
         let dur = dv.end - dv.start;
-        let f = &mut out[i].2;
         f.calls += 1;
         f.total += dur;
         f.max = f.max.max(dur);
         f.min = f.min.min(dur);
         f.blocks += dv.blocks.unwrap_or(0.0) * dur as f64;
         f.occupancy += dv.occupancy.unwrap_or(0.0) * dur as f64;
-    }
-    out
+    })
 }
 
 /// The innermost node of a thread's tree around `[s, e)`.

@@ -37,6 +37,17 @@ pub struct Operators {
     pub notes: Vec<String>,
 }
 
+/// `text` with each host's notes before it (why a table is empty, what was inferred).
+fn with_notes<T>(r: &PerHost<T>, text: String, notes: fn(&T) -> &Vec<String>) -> String {
+    let mut out = String::new();
+    for (host, res) in &r.hosts {
+        for n in res.as_ref().map(notes).into_iter().flatten() {
+            out.push_str(&format!("host {host}: {n}\n"));
+        }
+    }
+    out + &text
+}
+
 const NOT_PYTORCH: &str = "Not a PyTorch (Kineto) trace: these views are of PyTorch traces.";
 
 fn operators(v: Option<&TorchViews>, g: OperatorGroup) -> Operators {
@@ -95,7 +106,7 @@ impl Tool for PytorchOperators {
         }))
     }
     fn text(r: &Self::Output) -> String {
-        r.text(operators_csv)
+        with_notes(r, r.text(operators_csv), |o| &o.notes)
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(operators_csv))
@@ -226,7 +237,7 @@ impl Tool for PytorchKernels {
         }))
     }
     fn text(r: &Self::Output) -> String {
-        r.text(kernels_csv)
+        with_notes(r, r.text(kernels_csv), |k| &k.notes)
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(kernels_csv))
@@ -325,7 +336,8 @@ pub fn distributed(run: &Run) -> Distributed {
             db,
         });
     }
-    if hosts.is_empty() {
+    // (Hosts that could not be read are listed as errors, not as "not PyTorch".)
+    if hosts.is_empty() && run.hosts.iter().any(|h| h.analysis.is_ok()) {
         notes.push(NOT_PYTORCH.to_string());
     }
     // One job per backend and world size; a trace without `distributedInfo` is a job of its own.

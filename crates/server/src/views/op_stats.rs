@@ -342,6 +342,11 @@ pub fn pytorch_kernels_view(
         .any(|(_, h)| h.as_ref().is_ok_and(|k| k.by_name_and_op.is_some()));
     html! {
         p class="dim" { "As the PyTorch TensorBoard plugin's Kernel view: blocks per SM and occupancy are weighted by kernel time. Group by kernel and operator with ?group_by=name_and_op." }
+        @for (host, res) in &r.hosts {
+            @if let Ok(k) = res {
+                @for n in &k.notes { p class="dim" { (host) ": " (n) } }
+            }
+        }
         @if grouped_by_op {
             (per_host(r, |k| k.by_name_and_op.as_deref().unwrap_or(&[]), by_op))
         } @else {
