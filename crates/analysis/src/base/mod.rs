@@ -17,6 +17,7 @@ pub mod hlo;
 pub mod hlo_ops;
 pub mod hosts;
 pub mod hta;
+pub mod input_marks;
 pub mod load;
 pub mod op_metrics;
 pub mod ops;

@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use xlens_model::{FlowRef, Profile, StatValue, StrId};
 
 use crate::base::device::{device_planes, DeviceKind};
+use crate::base::input_marks::is_input_annotation;
 
 type HashMap<K, V> = crate::base::fx::FxMap<K, V>;
 type HashSet<K> = crate::base::fx::FxSet<K>;
@@ -280,6 +281,10 @@ pub struct StepDb {
     /// figures ([`crate::base::torch_steps`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub torch: Option<TorchFigures>,
+    /// Host annotations of the loop's data stage that the breakdown counts as input (XProf
+    /// files them as host compute; [`crate::base::input_marks`]), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub input_annotations: Vec<String>,
 }
 
 /// How a host's steps are formed.
@@ -356,6 +361,7 @@ impl StepDb {
                 has_device: t.has_device,
                 comm_ops: t.comm_ops,
             }),
+            input_annotations: Vec::new(),
         }
     }
 }
@@ -762,6 +768,7 @@ fn classify_cpu(name: &str, root_stage: bool) -> EventType {
         .get(..15)
         .is_some_and(|h| h.eq_ignore_ascii_case("iteratorgetnext"))
         || root_stage
+        || is_input_annotation(name)
     {
         EventType::HostWaitInput
     } else {
@@ -1699,6 +1706,8 @@ struct StepEvents {
     markers: Vec<(bool, i64, i64)>,
     events: Vec<(EventType, i64, i64)>,
     name: Option<String>,
+    /// (plane, metadata) of the input annotations among `events`, each once.
+    annotations: Vec<(usize, u32)>,
 }
 
 /// How a host event's name classifies it (computed once per metadata).
@@ -1710,6 +1719,8 @@ struct HostKind {
     plain: EventType,
     stage: EventType,
     trace_context: bool,
+    /// A data-stage annotation ([`is_input_annotation`]), counted as input.
+    annotation: bool,
 }
 
 /// Host step events (CPU-only profiles). Each host line gives its events' part of the steps;
@@ -1797,6 +1808,11 @@ fn host_step_events_with(
             if sd.name.is_some() {
                 o.name = sd.name;
             }
+            for m in sd.annotations {
+                if !o.annotations.contains(&m) {
+                    o.annotations.push(m);
+                }
+            }
         }
     }
     out
@@ -1829,6 +1845,7 @@ fn host_line_step_events(
                     plain: classify_cpu(name, false),
                     stage: classify_cpu(name, true),
                     trace_context: name == "TraceContext",
+                    annotation: is_input_annotation(name),
                 }
             })
             .collect();
@@ -1901,6 +1918,10 @@ fn host_line_step_events(
             let covered = parent.is_some_and(|t| t.1 == gid && t.2 == emitted);
             if !covered {
                 sd.events.push((ty, s, e));
+            }
+            let mark = (pi, metas[i]);
+            if kind.annotation && !sd.annotations.contains(&mark) {
+                sd.annotations.push(mark);
             }
         }
         if let Some(n) = step_name {
@@ -2163,6 +2184,7 @@ fn steps_of(hardware: Hardware, k: &Keys, mut flat: Flat<'_>, mut notes: Vec<Str
     } else {
         group_events(&mut flat)
     };
+    let mut input_annotations = Vec::new();
     let rows = match hardware {
         Hardware::Gpu => {
             // XProf names device steps by group id only.
@@ -2172,6 +2194,15 @@ fn steps_of(hardware: Hardware, k: &Keys, mut flat: Flat<'_>, mut notes: Vec<Str
         }
         _ => {
             let ev = host_step_events(&flat, &root_names);
+            let mut names: Vec<String> = ev
+                .iter()
+                .flat_map(|sd| sd.annotations.iter())
+                .filter_map(|&(pi, m)| flat.p.planes[pi].event_metadata.get(m as usize))
+                .map(|md| flat.p.str(md.name).to_string())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            input_annotations = names;
             build_rows(flat.group_ids.iter().copied().zip(ev).collect(), false)
         }
     };
@@ -2197,6 +2228,7 @@ fn steps_of(hardware: Hardware, k: &Keys, mut flat: Flat<'_>, mut notes: Vec<Str
         notes,
         model: StepModel::Xprof,
         torch: None,
+        input_annotations,
     }
 }
 
@@ -2255,6 +2287,7 @@ fn tpu_steps(p: &Profile, mut notes: Vec<String>) -> StepDb {
         notes,
         model: StepModel::Xprof,
         torch: None,
+        input_annotations: Vec::new(),
     }
 }
 

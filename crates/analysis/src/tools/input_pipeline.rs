@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
+use crate::base::input_marks::{input_verdict, is_input_annotation};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,20 +113,7 @@ fn classify(name: &str) -> Option<&'static str> {
     if name.starts_with("IteratorGetNext") || name.contains(":IteratorGetNext") {
         return Some("IteratorGetNext (waits for input)");
     }
-    let l = name.to_ascii_lowercase();
-    const HINTS: [&str; 7] = [
-        "dataloader",
-        "data_loader",
-        "data loading",
-        "load_batch",
-        "next_batch",
-        "get_batch",
-        "input_pipeline",
-    ];
-    HINTS
-        .iter()
-        .any(|h| l.contains(h))
-        .then_some("data loading annotation")
+    is_input_annotation(name).then_some("data loading annotation")
 }
 
 pub fn host_input(host: &str, a: &Analysis) -> HostInput {
@@ -171,25 +159,12 @@ pub fn host_input(host: &str, a: &Analysis) -> HostInput {
     } else {
         0.0
     };
-    // XProf's thresholds: 20% and 5% of step time waiting for input; else 3% in "All others"
-    // (which may be I/O or Python) makes it potentially input-bound.
-    let (classification, verdict) = if steps.is_empty() {
-        (
-            "",
-            "No steps, so the input share of step time is unknown.".to_string(),
-        )
-    } else if input_percent >= 20.0 {
-        ("HIGHLY", format!("Highly input-bound: {input_percent:.1}% of step time waits for input; reduce the input time first."))
-    } else if input_percent >= 5.0 {
-        ("MODERATELY", format!("Moderately input-bound: {input_percent:.1}% of step time waits for input; reduce both input time and the rest."))
-    } else if all_other_percent >= 3.0 {
-        ("POTENTIALLY", format!("Potentially input-bound: {input_percent:.1}% of step time waits for input, but {all_other_percent:.1}% is covered by no event of the step (\"All others\": I/O or Python, for example)."))
-    } else {
-        (
-            "NOT",
-            format!("Not input-bound: {input_percent:.1}% of step time waits for input."),
-        )
-    };
+    let (classification, verdict) = input_verdict(
+        steps.len(),
+        input_percent,
+        all_other_percent,
+        &db.input_annotations,
+    );
     // XProf's rows: host framework ops of input kinds, with framework-op self time.
     let mut input_ops: Vec<InputOp> = Vec::new();
     let mut breakdown = HostInputBreakdown::default();
@@ -285,7 +260,7 @@ pub fn host_input(host: &str, a: &Analysis) -> HostInput {
         verdict,
         input_ops,
         host_breakdown: breakdown,
-        explanation: "Input = host waiting for input (`IteratorGetNext*`, root tf.data stages), host-to-device copies and device waits for the host, within each step (XProf's Input column). Steps are XProf's (first and last dropped when more than 5).",
+        explanation: "Input = host waiting for input (`IteratorGetNext*`, root tf.data stages), host-to-device copies and device waits for the host, within each step (XProf's Input column), plus the loop's data-stage annotations (`data`, `load`, `next`, `next_batch`, ...), which XProf counts as host compute. Steps are XProf's (first and last dropped when more than 5); a PyTorch trace's input is its DataLoader, over the PyTorch TensorBoard plugin's steps.",
     }
 }
 

@@ -268,19 +268,28 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             tensor_core_recommendation(&mut rec, a);
         }
         let input = pct(cat("input") as f64, total as f64);
-        if db.torch.is_some() {
-        } else if input >= 20.0 {
-            rec.push(Recommendation { text: "Input-bound: the program waits for input a large part of each step; prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).".into(), evidence: format!("input is {input:.1}% of step time over {} steps", steps.figures.count) });
-        } else {
+        let other = pct(cat("other") as f64, total as f64);
+        if db.torch.is_none() {
+            // The input pipeline's verdict, word for word.
+            let (class, verdict) = crate::base::input_marks::input_verdict(
+                steps.figures.count,
+                input,
+                other,
+                &db.input_annotations,
+            );
+            let text = if class == "HIGHLY" || class == "MODERATELY" {
+                format!("{verdict} Prefetch, parallelise or cache the input pipeline (see input_pipeline_analyzer).")
+            } else {
+                verdict
+            };
             rec.push(Recommendation {
-                text: "Not input-bound.".into(),
+                text,
                 evidence: format!(
                     "input is {input:.1}% of step time over {} steps",
                     steps.figures.count
                 ),
             });
         }
-        let other = pct(cat("other") as f64, total as f64);
         if other >= 20.0 && db.torch.is_none() {
             rec.push(Recommendation { text: "Much of the step is covered by no event of the step (framework overhead, Python, or work the profile does not link to the step); look at the trace viewer between ops.".into(), evidence: format!("'All others' is {other:.1}% of step time") });
         }
