@@ -364,13 +364,29 @@ pub fn peak_spec(p: &Profile, user: UserPeaks) -> PeakSpec {
             spec.bytes_per_second = Some(m.bytes_per_second);
             spec.bandwidth_source = PeakSource::MeasuredHere;
         }
-        notes.push(format!(
-            "measured on the machine running xlens ({} threads), not necessarily the profiled one; give --peak-flops / --peak-bw for the real figures",
-            m.threads
-        ));
+        notes.push(measured_note(&m));
     }
     spec.note = notes.join("; ");
     spec
+}
+
+/// How a measured figure is stated beside it.
+fn measured_note(m: &HostMeasurement) -> String {
+    let load = m
+        .load_average
+        .map(|l| format!(", load average {l:.2} then"))
+        .unwrap_or_default();
+    let kept = match &m.cached_in {
+        Some(f) => format!("; kept in {f} and reused by every tool (delete it to measure again)"),
+        None => "; measured in this process (the cache directory is not writable)".to_string(),
+    };
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.measured_at_unix_s);
+    format!(
+        "measured on the machine running xlens ({}, {} threads, {}{load}), not necessarily the profiled one{kept}; give --peak-flops / --peak-bw for the real figures",
+        m.cpu,
+        m.threads,
+        humantime::format_rfc3339_seconds(when)
+    )
 }
 
 const LANES: usize = 64;
@@ -412,24 +428,150 @@ fn multiply_adds(seed: f32, op: impl Fn(f32, f32, f32) -> f32) -> f32 {
     std::hint::black_box(acc.iter().sum::<f32>())
 }
 
-/// A quick measurement of this machine.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// A measurement of this machine's peaks, and when and how it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct HostMeasurement {
     pub flops_per_second: f64,
     pub bytes_per_second: f64,
     pub threads: usize,
+    /// The CPU model (`/proc/cpuinfo`), which with `threads` says whose figures these are.
+    #[serde(default)]
+    pub cpu: String,
+    /// When it was measured (seconds since the Unix epoch).
+    #[serde(default)]
+    pub measured_at_unix_s: u64,
+    /// The 1-minute load average when it was measured (`/proc/loadavg`; other work on the
+    /// machine lowers the figures).
+    #[serde(default)]
+    pub load_average: Option<f64>,
+    /// How it was measured.
+    #[serde(default)]
+    pub method: String,
+    /// The file it is kept in (not stored there): every tool and process reuses it.
+    #[serde(skip_deserializing)]
+    pub cached_in: Option<String>,
 }
 
-/// Measures this machine once per process (a few ms): an f32 multiply-add loop on every
-/// thread for the FLOP rate, a 2 MiB copy within a 4 MiB buffer for the memory bandwidth (beyond the private caches;
-/// on machines with a larger shared cache it measures that cache). A rough roof, not a
-/// benchmark.
+/// Bumped when the measurement changes, so that older cached figures are measured again.
+const MEASUREMENT_VERSION: u32 = 1;
+
+const METHOD: &str = "FLOP rate: the best of 5 rounds of an f32 multiply-add loop on every thread; bandwidth: the best of 5 copies of 2 MiB within a 4 MiB buffer (beyond the private caches)";
+
+/// This machine's peaks, measured once per machine and kept in `<cache>/host_peaks.json` (the
+/// cache directory of [`xlens_store::cache_dir`]; `host_peaks.debug.json` for debug builds), so that every tool and every process uses the
+/// same figures and two runs give the same answer. Measured again when the file is missing, from
+/// another machine (CPU model or thread count differ) or from an older xlens; delete it to
+/// measure again. Where the cache cannot be written, the figures are measured once per process
+/// and `cached_in` is `None`.
 pub fn measure_host() -> HostMeasurement {
     static CELL: OnceLock<HostMeasurement> = OnceLock::new();
-    *CELL.get_or_init(|| {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+    CELL.get_or_init(|| {
+        // An unoptimised build (the tests') measures a fraction of the machine: it keeps its own.
+        let name = if cfg!(debug_assertions) {
+            "host_peaks.debug.json"
+        } else {
+            "host_peaks.json"
+        };
+        let path = xlens_store::cache_dir().join(name);
+        let (cpu, threads) = (cpu_model(), thread_count());
+        #[derive(serde::Deserialize)]
+        struct Kept {
+            version: u32,
+            #[serde(flatten)]
+            m: HostMeasurement,
+        }
+        // The kept figures, when they are this machine's and this version's.
+        let read_kept = |cpu: &str| {
+            std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
+                .filter(|k| {
+                    k.version == MEASUREMENT_VERSION && k.m.cpu == cpu && k.m.threads == threads
+                })
+                .filter(|k| k.m.flops_per_second > 0.0 && k.m.bytes_per_second > 0.0)
+        };
+        if let Some(k) = read_kept(&cpu) {
+            return HostMeasurement {
+                cached_in: Some(path.display().to_string()),
+                ..k.m
+            };
+        }
+        let mut m = measure_now(cpu.clone(), threads);
+        // The figures as a reader of the file gets them: serde_json's float parsing may miss
+        // the last bit, and this process must answer as the next one will.
+        if let Ok(back) = serde_json::to_vec(&m).and_then(|b| serde_json::from_slice(&b)) {
+            m = back;
+        }
+        let mut doc = serde_json::to_value(&m).unwrap_or_default();
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("cached_in");
+            o.insert("version".into(), MEASUREMENT_VERSION.into());
+        }
+        // Written whole under another name, then linked to its own: a reader sees no file or
+        // all of it, and of two processes measuring at once the first to link wins (the other
+        // takes its figures, so both answer alike).
+        let tmp = path.with_extension(format!("json.{}", std::process::id()));
+        let staged = path
+            .parent()
+            .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
+            && std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default()).is_ok();
+        let kept = staged
+            && match std::fs::hard_link(&tmp, &path) {
+                Ok(()) => true,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    match read_kept(&cpu) {
+                        Some(k) => {
+                            m = k.m;
+                            true
+                        }
+                        // Another machine's or version's figures: replace them.
+                        None => std::fs::rename(&tmp, &path).is_ok(),
+                    }
+                }
+                Err(_) => std::fs::rename(&tmp, &path).is_ok(),
+            };
+        let _ = std::fs::remove_file(&tmp);
+        if kept {
+            m.cached_in = Some(path.display().to_string());
+        }
+        m
+    })
+    .clone()
+}
+
+fn thread_count() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Measures now (tens of ms): see [`METHOD`]. The best of several rounds, so that a moment of
+/// other work on the machine lowers the figures less.
+fn measure_now(cpu: String, threads: usize) -> HostMeasurement {
+    let load = load_average();
+    let mut flops = 0f64;
+    for _ in 0..5 {
         let start = std::time::Instant::now();
         let handles: Vec<_> = (0..threads)
             .map(|t| std::thread::spawn(move || fma_loop(1.0 + t as f32 * 1e-3)))
@@ -438,25 +580,34 @@ pub fn measure_host() -> HostMeasurement {
             let _ = h.join();
         }
         let secs = start.elapsed().as_secs_f64().max(1e-9);
-        let flops = 2.0 * (LANES * ITERS * threads) as f64 / secs;
-        // One 4 MiB buffer, its first half copied onto its second (two buffers of 4 MiB made
-        // this probe the largest thing alive in small profiles' HLO tools).
-        const BYTES: usize = 2 << 20;
-        let mut buf = vec![1u8; 2 * BYTES];
-        let mut best = f64::MAX;
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            std::hint::black_box(&mut buf[..]).copy_within(..BYTES, BYTES);
-            std::hint::black_box(&buf);
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        HostMeasurement {
-            flops_per_second: flops,
-            // A copy reads and writes every byte.
-            bytes_per_second: 2.0 * BYTES as f64 / best.max(1e-9),
-            threads,
-        }
-    })
+        flops = flops.max(2.0 * (LANES * ITERS * threads) as f64 / secs);
+    }
+    // One 4 MiB buffer, its first half copied onto its second (two buffers of 4 MiB made this
+    // probe the largest thing alive in small profiles' HLO tools).
+    const BYTES: usize = 2 << 20;
+    let mut buf = vec![1u8; 2 * BYTES];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        std::hint::black_box(&mut buf[..]).copy_within(..BYTES, BYTES);
+        std::hint::black_box(&buf);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let measured_at_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    HostMeasurement {
+        flops_per_second: flops,
+        // A copy reads and writes every byte.
+        bytes_per_second: 2.0 * BYTES as f64 / best.max(1e-9),
+        threads,
+        cpu,
+        measured_at_unix_s,
+        load_average: load,
+        method: METHOD.to_string(),
+        cached_in: None,
+    }
 }
 
 #[cfg(test)]

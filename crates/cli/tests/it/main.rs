@@ -8,4 +8,5 @@ mod export;
 mod jax_interop;
 mod many_hosts;
 mod python;
+mod reruns;
 mod serve_access;
