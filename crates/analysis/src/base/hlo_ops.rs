@@ -96,6 +96,9 @@ pub struct OpRow {
     pub hbm_utilization: f64,
     /// `Compute`, `HBM` or `Unknown`.
     pub bound_by: &'static str,
+    /// Set when a utilisation is capped at 100%: by how much it exceeds the peak, and why
+    /// ([`over_peak`]).
+    pub over_peak: Option<String>,
     /// Total time / (host op time + IDLE).
     pub time_fraction: f64,
     pub self_time_fraction: f64,
@@ -263,6 +266,53 @@ pub fn rates(
         "HBM"
     };
     (fu, hu, bound)
+}
+
+/// Why a utilisation shown as 100% is not a fact, when the work counted for an op needs more
+/// than the peak in the time it took (`None` when both stay within their peaks). Utilisations
+/// are shown capped at 100% as XProf shows them; this says by how much the uncapped figure
+/// exceeds it and where the peak came from, so that it is read as a flag on the cost model or
+/// the peak, not as a saturated device.
+pub fn over_peak(flops: f64, hbm: f64, time_ps: i64, peaks: Option<&PeakSpec>) -> Option<String> {
+    let secs = time_ps as f64 * 1e-12;
+    let p = peaks?;
+    if secs <= 0.0 {
+        return None;
+    }
+    let mut why = Vec::new();
+    if let Some(pf) = p.flops_per_second.filter(|v| *v > 0.0) {
+        let u = flops / secs / pf;
+        if u > 1.0 + 1e-9 {
+            why.push(format!(
+                "the FLOPs counted need {:.0}% of the peak FLOP rate ({}); the cost model counts more work than ran, or the peak is too low",
+                100.0 * u,
+                source_words(p.flops_source)
+            ));
+        }
+    }
+    if let Some(pb) = p.bytes_per_second.filter(|v| *v > 0.0) {
+        let u = hbm / secs / pb;
+        if u > 1.0 + 1e-9 {
+            why.push(format!(
+                "the bytes counted need {:.0}% of the peak bandwidth ({}); the traffic needs more time than the op takes (an asynchronous start whose transfer runs until its done op), the cost model counts traffic that never reaches memory (cache hits), or the peak is too low",
+                100.0 * u,
+                source_words(p.bandwidth_source)
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| format!("over the peak, shown capped at 100%: {}", why.join("; ")))
+}
+
+fn source_words(s: crate::base::peaks::PeakSource) -> &'static str {
+    use crate::base::peaks::PeakSource as S;
+    match s {
+        S::Profile => "peak stated by the profile",
+        S::DerivedFromProfile => "peak derived from the profile's device stats",
+        S::Table => "peak from the built-in table of devices",
+        S::UserGiven => "peak given by the user",
+        S::MeasuredHere => "peak measured on the machine running xlens",
+        S::Unknown => "peak of unknown origin",
+    }
 }
 
 /// Bytes per ns (GB/s) to GiB/s.
@@ -608,6 +658,7 @@ fn op_row(
         flops_utilization: fu,
         hbm_utilization: hu,
         bound_by: bound,
+        over_peak: over_peak(flops, hbm, t, Some(peaks)),
         time_fraction: tf,
         self_time_fraction: stf,
         wasted_time_fraction: tf * (1.0 - fu.max(hu)),

@@ -78,8 +78,12 @@ pub struct HloStatsRow {
     pub total_self_time: f64,
     pub avg_self_time: f64,
     /// Of the host's op time plus IDLE, 0–100.
+    /// XProf's column: self time as a percentage of op time plus IDLE.
     pub total_self_time_percent: f64,
     pub cumulative_total_self_time_percent: f64,
+    /// Self time as a percentage of op time (the ops' self time, IDLE left out): the share every
+    /// tool gives an op.
+    pub self_time_percent_of_op_time: f64,
     /// GFLOP/s.
     pub model_flop_rate: f64,
     pub normalized_flop_rate: f64,
@@ -89,6 +93,9 @@ pub struct HloStatsRow {
     /// FLOP/byte.
     pub operational_intensity: f64,
     pub bound_by: &'static str,
+    /// Set when a utilisation is shown capped at 100%: by how much it exceeds the peak, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_peak: Option<String>,
     pub source_info: String,
     pub source_stack: String,
     pub flops: f64,
@@ -106,6 +113,11 @@ pub struct HostHloStats {
     pub cost_source: CostSource,
     pub peaks: Option<PeakSpec>,
     pub op_count: usize,
+    /// The ops' summed self time: the denominator of `self_time_percent_of_op_time`.
+    pub op_time_ps: i64,
+    /// Time no op covers, beside the ops (XProf's IDLE; in the denominator of XProf's
+    /// `total_self_time_percent` only).
+    pub idle_ps: i64,
     pub rows: Vec<HloStatsRow>,
     pub notes: Vec<String>,
 }
@@ -132,6 +144,7 @@ pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats
             .then_with(|| a.name.cmp(&b.name))
     });
     let total = h.total_time_ps.max(1) as f64;
+    let op_time = h.total_time_ps.saturating_sub(h.idle_ps).max(1) as f64;
     let mut cum = 0.0;
     let rows: Vec<HloStatsRow> = ops
         .iter()
@@ -155,12 +168,14 @@ pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats
                 avg_self_time: us(o.avg_self_time_ps),
                 total_self_time_percent: pct,
                 cumulative_total_self_time_percent: cum,
+                self_time_percent_of_op_time: 100.0 * o.self_time_ps as f64 / op_time,
                 model_flop_rate: o.flop_rate_gflops,
                 normalized_flop_rate: o.flop_rate_gflops,
                 measured_memory_bw: o.memory_bw_gibps,
                 hbm_bw: o.hbm_bw_gibps,
                 operational_intensity: o.operational_intensity,
                 bound_by: o.bound_by,
+                over_peak: o.over_peak.clone(),
                 source_info: o.source.clone().unwrap_or_default(),
                 source_stack: o.source_stack.clone().unwrap_or_default(),
                 flops: o.flops,
@@ -177,6 +192,8 @@ pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats
         cost_source: h.cost_source,
         peaks: Some(h.peaks.clone()),
         op_count: rows.len(),
+        op_time_ps: h.total_time_ps.saturating_sub(h.idle_ps),
+        idle_ps: h.idle_ps,
         rows,
         notes: h.notes.clone(),
     }
@@ -213,6 +230,8 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
             cost_source: CostSource::None,
             peaks: None,
             op_count: 0,
+            op_time_ps: 0,
+            idle_ps: 0,
             rows: Vec::new(),
             notes: Vec::new(),
         },
@@ -297,7 +316,13 @@ pub fn render_csv(r: &HloStatsReport) -> String {
 pub fn render_text(r: &HloStatsReport) -> String {
     let mut o = String::new();
     for h in &r.hosts {
-        o.push_str(&format!("host {}: {} HLO ops", h.host, h.op_count));
+        o.push_str(&format!(
+            "host {}: {} HLO ops; op time {}, idle {} beside it (shares are of op time)",
+            h.host,
+            h.op_count,
+            crate::base::fmt::fmt_ps(h.op_time_ps),
+            crate::base::fmt::fmt_ps(h.idle_ps)
+        ));
         if let Some(e) = &h.error {
             o.push_str(&format!(" (error: {e})"));
         }
@@ -310,12 +335,15 @@ pub fn render_text(r: &HloStatsReport) -> String {
                 x.category,
                 x.occurrences,
                 x.total_self_time,
-                x.total_self_time_percent,
+                x.self_time_percent_of_op_time,
                 x.model_flop_rate,
                 x.hbm_bw,
                 x.operational_intensity,
                 x.bound_by
             ));
+            if let Some(w) = &x.over_peak {
+                o.push_str(&format!("      ! {w}\n"));
+            }
         }
     }
     o

@@ -45,6 +45,14 @@ pub struct NodeMetrics {
     pub hbm_utilization: f64,
     pub bound_by: &'static str,
     pub wasted_time_fraction: f64,
+    /// Set when a utilisation is shown capped at 100%: by how much it exceeds the peak, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_peak: Option<String>,
+    /// Time as a percentage of op time (the ops' self time, IDLE left out): the share every
+    /// tool gives an op. `time_fraction` is XProf's, of op time plus IDLE. Not set on IDLE and
+    /// on the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent_of_op_time: Option<f64>,
 }
 
 /// A node of an op-profile tree. Leaves point at [`HostOpProfile::ops`] by index.
@@ -133,6 +141,8 @@ fn node_metrics(
         hbm_utilization: hu,
         bound_by: bound,
         wasted_time_fraction: tf * (1.0 - fu.max(hu)),
+        over_peak: crate::base::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
+        percent_of_op_time: None,
     }
 }
 
@@ -270,8 +280,19 @@ pub fn host_op_profile(host: &str, a: &Analysis, user: UserPeaks) -> HostOpProfi
         }
         g.child(&o.category, "category").ops.push(i);
     }
+    let op_time = total.saturating_sub(h.idle_ps);
+    fn shares(n: &mut Node, op_time: i64) {
+        for c in &mut n.children {
+            if op_time > 0 {
+                c.metrics.percent_of_op_time =
+                    Some(100.0 * c.metrics.time_ps as f64 / op_time as f64);
+            }
+            shares(c, op_time);
+        }
+    }
     let finish = |g: Group| {
         let mut n = g.build(&h.ops, total, peaks);
+        shares(&mut n, op_time);
         if h.idle_ps > 0 {
             n.children.push(idle_node(h.idle_ps, total));
         }
@@ -421,19 +442,25 @@ pub fn render_text(r: &OpProfileReport) -> String {
         ));
         fn walk(o: &mut String, n: &Node, depth: usize) {
             let m = &n.metrics;
+            let share = match m.percent_of_op_time {
+                Some(p) => format!("{p:.2}% of op time, {} with idle", pct(m.time_fraction)),
+                None => format!("{} with idle", pct(m.time_fraction)),
+            };
             o.push_str(&format!(
-                "{:indent$}{} [{}] time {} ps ({}) flops util {} hbm util {} bound {} wasted {}\n",
+                "{:indent$}{} [{}] time {} ps ({share}) flops util {} hbm util {} bound {} wasted {}\n",
                 "",
                 n.name,
                 n.kind,
                 m.time_ps,
-                pct(m.time_fraction),
                 pct(m.flops_utilization),
                 pct(m.hbm_utilization),
                 m.bound_by,
                 pct(m.wasted_time_fraction),
                 indent = 2 + depth * 2
             ));
+            if let Some(w) = &m.over_peak {
+                o.push_str(&format!("{:indent$}! {w}\n", "", indent = 4 + depth * 2));
+            }
             for c in &n.children {
                 walk(o, c, depth + 1);
             }

@@ -48,6 +48,9 @@ pub struct RooflinePoint {
     pub hbm_utilization: f64,
     /// `Compute`, `HBM` or `Unknown` (from the utilisations, as XProf).
     pub bound_by: &'static str,
+    /// Set when a utilisation is shown capped at 100%: by how much it exceeds the peak, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_peak: Option<String>,
     /// Left (`HBM`) or right (`Compute`) of the ridge point.
     pub side_of_ridge: Option<&'static str>,
     pub source: String,
@@ -141,6 +144,7 @@ fn point(
         } else {
             "HBM"
         },
+        over_peak: crate::base::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
         side_of_ridge: ridge
             .filter(|_| oi > 0.0)
             .map(|r| if oi < r { "HBM" } else { "Compute" }),

@@ -12,6 +12,7 @@ mod layers;
 mod memory_profile;
 mod memory_viewer;
 mod op_profile_agreement;
+mod op_shares;
 mod overview_agreement;
 mod pytorch;
 mod pytorch_memory;

@@ -134,7 +134,10 @@ fn leaf_table<'a>(ops: &'a [OpRow], run: &'a str, host: &'a str) -> Table<'a, &'
             None => Cell::name(&l.name),
         })
         .num("Time", |l| Cell::time(l.metrics.time_ps))
-        .num("Time %", |l| Cell::pct(l.metrics.time_fraction))
+        .num("% of op time", |l| {
+            Cell::pct(l.metrics.percent_of_op_time.unwrap_or(0.0) / 100.0)
+        })
+        .num("% with idle", |l| Cell::pct(l.metrics.time_fraction))
         .num("Self time", |l| Cell::time(l.metrics.self_time_ps))
         .num("GFLOP/s", |l| Cell::float(l.metrics.flop_rate_gflops, 3))
         .num("FLOPs util", |l| Cell::pct(l.metrics.flops_utilization))
@@ -156,7 +159,9 @@ fn tree(node: &Node, ops: &[OpRow], run: &str, host: &str, depth: usize) -> Mark
                 summary {
                     b { (g.name) } " "
                     span class="dim" { (g.kind) @if !g.children.is_empty() { ", " (g.children.len()) " children" } }
-                    " · " (fmt_ps(m.time_ps)) " (" (pct(m.time_fraction)) ") · FLOPs util " (pct(m.flops_utilization))
+                    " · " (fmt_ps(m.time_ps)) " ("
+                    @if let Some(p) = m.percent_of_op_time { (format!("{p:.2}% of op time, ")) }
+                    (pct(m.time_fraction)) " with idle) · FLOPs util " (pct(m.flops_utilization))
                     " · HBM util " (pct(m.hbm_utilization)) " · " (m.bound_by) " · wasted " (pct(m.wasted_time_fraction))
                 }
                 div class="grp-body" { (tree(g, ops, run, host, depth + 1)) }
@@ -297,7 +302,8 @@ fn hlo_table<'a>(run: &'a str, host: &'a str) -> Table<'a, &'a HloStatsRow> {
         .num("Avg time", move |x| f3(x.avg_time))
         .num("Self time", move |x| f3(x.total_self_time))
         .num("Avg self", move |x| f3(x.avg_self_time))
-        .num("Self %", move |x| f3(x.total_self_time_percent))
+        .num("% of op time", move |x| f3(x.self_time_percent_of_op_time))
+        .num("Self % with idle (XProf)", move |x| f3(x.total_self_time_percent))
         .num("Cum. %", move |x| f3(x.cumulative_total_self_time_percent))
         .num("GFLOP/s", move |x| f3(x.model_flop_rate))
         .num("Mem GiB/s", move |x| f3(x.measured_memory_bw))

@@ -1,0 +1,79 @@
+//! "% of op time" means one thing in every tool: an op's self time over the ops' summed self
+//! time, IDLE left out (XProf's own columns, which count IDLE in, are kept under their names and
+//! say so). Checked on every XSpace sample: the report's top ops and `hlo_stats` give each op the
+//! same share, and `report`, `hlo_stats` and `op_profile` the same op time, wherever they rank the
+//! same kind of op (XLA ops on host threads; on GPU the report ranks kernels, on TF CPU framework
+//! ops, and on TPU the report sums the `XLA Ops` line while the op tools use the device clock).
+
+use serde_json::Value;
+use std::path::PathBuf;
+
+use crate::common::{open_run, root, run_tool};
+
+fn samples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = ["jax_mlp_small", "jax_tfm_small", "tf_keras_mlp_xla_small"]
+        .iter()
+        .map(|r| root().join("fixtures/logdir/plugins/profile").join(r))
+        .collect();
+    let shared = root().join("../shared/samples/jax/plugins/profile/capture_1s");
+    if shared.is_dir() {
+        v.push(shared);
+    } else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{} is missing",
+            shared.display()
+        );
+    }
+    v
+}
+
+#[test]
+fn an_op_has_one_share_of_op_time_in_every_tool() {
+    for dir in samples() {
+        let run = open_run(xlens_store::discover(&dir).expect("discover"));
+        let rep = run_tool("report", &run, &[]).json().unwrap();
+        let r = &rep["sessions"][0]["hosts"][0];
+        assert_eq!(r["top_ops_source"], "host_xla_ops", "{}", dir.display());
+        let op_time = r["total_op_self_time_ps"].as_i64().unwrap();
+        let hlo = run_tool("hlo_stats", &run, &[]).json().unwrap();
+        let h = &hlo["hosts"][0];
+        assert_eq!(
+            h["op_time_ps"].as_i64().unwrap(),
+            op_time,
+            "{}",
+            dir.display()
+        );
+        assert!(h["idle_ps"].as_i64().unwrap() > 0, "idle is shown beside");
+        let op = run_tool("op_profile", &run, &[]).json().unwrap();
+        let o = &op["hosts"][0];
+        assert_eq!(
+            o["total_time_ps"].as_i64().unwrap() - o["idle_ps"].as_i64().unwrap(),
+            op_time,
+            "{}",
+            dir.display()
+        );
+        let rows: Vec<&Value> = h["rows"].as_array().unwrap().iter().collect();
+        let mut matched = 0;
+        for t in r["top_ops"].as_array().unwrap() {
+            let (name, module) = (t["name"].as_str().unwrap(), t["module"].as_str().unwrap());
+            let row = rows
+                .iter()
+                .find(|x| {
+                    x["hlo_op_name"] == name
+                        && x["program"].as_str().unwrap().split('(').next() == Some(module)
+                })
+                .unwrap_or_else(|| panic!("{}: {module} {name} not in hlo_stats", dir.display()));
+            let ours = 100.0 * t["self_time_ps"].as_i64().unwrap() as f64 / op_time as f64;
+            let theirs = row["self_time_percent_of_op_time"].as_f64().unwrap();
+            assert!(
+                (ours - theirs).abs() < 1e-9,
+                "{name}: report {ours}%, hlo_stats {theirs}%"
+            );
+            // XProf's column counts IDLE in, and is never larger.
+            assert!(row["total_self_time_percent"].as_f64().unwrap() <= theirs + 1e-12);
+            matched += 1;
+        }
+        assert!(matched >= 10, "{}: {matched} ops compared", dir.display());
+    }
+}
