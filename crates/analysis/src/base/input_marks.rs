@@ -12,30 +12,7 @@
 //! loader (`DataLoader`, `data_loader`). Names with other words (`forward_backward`,
 //! `load_weights_and_step`, `jit(data_parallel)`) do not.
 
-/// Words that alone, or together, name a data stage.
-const STAGE_WORDS: &[&str] = &[
-    "data",
-    "dataset",
-    "load",
-    "loading",
-    "loader",
-    "dataloader",
-    "next",
-    "batch",
-    "batches",
-    "input",
-    "inputs",
-    "prefetch",
-    "get",
-    "fetch",
-    "read",
-    "iter",
-    "iterator",
-    "pipeline",
-];
-
-/// Of [`STAGE_WORDS`], those that say "data" by themselves (`get`, `read` or `iter` alone, or
-/// together, say nothing of data).
+/// Words that say "data" by themselves.
 const DATA_WORDS: &[&str] = &[
     "data",
     "dataset",
@@ -50,6 +27,10 @@ const DATA_WORDS: &[&str] = &[
     "inputs",
     "prefetch",
 ];
+
+/// Words that name a data stage beside a [`DATA_WORDS`] one (`get_batch`, `input_pipeline`), but
+/// alone, or together, say nothing of data.
+const STAGE_WORDS: &[&str] = &["get", "fetch", "read", "iter", "iterator", "pipeline"];
 
 /// Whether a host annotation's name marks the loop's data stage (see the module docs).
 pub fn is_input_annotation(name: &str) -> bool {
@@ -70,10 +51,11 @@ pub fn is_input_annotation(name: &str) -> bool {
     }
     let mut says_data = false;
     for w in words {
-        if !STAGE_WORDS.contains(&w) {
+        let data = DATA_WORDS.contains(&w);
+        if !data && !STAGE_WORDS.contains(&w) {
             return false;
         }
-        says_data |= DATA_WORDS.contains(&w);
+        says_data |= data;
     }
     says_data
 }
