@@ -442,12 +442,14 @@ fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
                         bytes_accessed: n.metrics.bytes_accessed,
                         hbm_bytes: n.metrics.hbm_bytes,
                         time_fraction: n.metrics.time_fraction,
+                        percent_of_op_time: n.metrics.percent_of_op_time,
                         flop_rate_gflops: n.metrics.flop_rate_gflops,
                         hbm_bw_gibps: n.metrics.hbm_bw_gibps,
                         flops_utilization: n.metrics.flops_utilization,
                         hbm_utilization: n.metrics.hbm_utilization,
                         bound_by: n.metrics.bound_by,
                         wasted_time_fraction: n.metrics.wasted_time_fraction,
+                        over_peak: n.metrics.over_peak.as_deref(),
                     });
                 });
             }
@@ -475,13 +477,17 @@ struct OpProfileRow<'a> {
     flops: f64,
     bytes_accessed: f64,
     hbm_bytes: f64,
+    /// XProf's share: of op time plus IDLE.
     time_fraction: f64,
+    /// The share every tool gives an op: of op time, IDLE left out.
+    percent_of_op_time: Option<f64>,
     flop_rate_gflops: f64,
     hbm_bw_gibps: f64,
     flops_utilization: f64,
     hbm_utilization: f64,
     bound_by: &'a str,
     wasted_time_fraction: f64,
+    over_peak: Option<&'a str>,
 }
 
 /// Calls `f` on every op leaf below `n`, with the program it is in.

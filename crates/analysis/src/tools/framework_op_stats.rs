@@ -14,8 +14,11 @@ pub struct FrameworkOpRow {
     pub op: FrameworkOp,
     pub avg_time_ps: i64,
     pub avg_self_time_ps: i64,
-    /// Share of the side's (host or device) self time, IDLE included, in percent.
+    /// Share of the side's (host or device) self time, IDLE included, in percent (XProf's).
     pub self_time_percent: f64,
+    /// Share of the side's op time (its ops' self time, IDLE left out), in percent: the share
+    /// every tool gives an op. `None` on the IDLE rows.
+    pub self_time_percent_of_op_time: Option<f64>,
     /// FLOPs per second of self time, when the profile carries FLOPs.
     pub flop_rate: Option<f64>,
 }
@@ -72,8 +75,15 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
     let mut ops: Vec<FrameworkOpRow> = host
         .into_iter()
         .map(|op| {
-            let tot = if op.host_or_device == "Host" { ht } else { dt };
+            let (tot, idle) = if op.host_or_device == "Host" {
+                (ht, host_idle)
+            } else {
+                (dt, db.idle_ps)
+            };
+            let op_time = tot.saturating_sub(idle);
             FrameworkOpRow {
+                self_time_percent_of_op_time: (op.op_type != "IDLE" && op_time > 0)
+                    .then(|| 100.0 * op.self_time_ps as f64 / op_time as f64),
                 avg_time_ps: op.total_time_ps / op.occurrences.max(1) as i64,
                 avg_self_time_ps: op.self_time_ps / op.occurrences.max(1) as i64,
                 self_time_percent: if tot > 0 {

@@ -93,8 +93,8 @@ pub struct HloStatsRow {
     /// FLOP/byte.
     pub operational_intensity: f64,
     pub bound_by: &'static str,
-    /// Set when a utilisation is shown capped at 100%: by how much it exceeds the peak, and why.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Set when a utilisation is shown capped at 100%: by how much it exceeds the peak, and why
+    /// (always present, `null` when within the peaks, so that every row has the same columns).
     pub over_peak: Option<String>,
     pub source_info: String,
     pub source_stack: String,
