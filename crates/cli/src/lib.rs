@@ -37,6 +37,33 @@ struct Cli {
     /// Read gs://, s3://, az:// buckets without credentials (public buckets).
     #[arg(long, global = true)]
     anonymous: bool,
+    /// Peak FLOP rate in FLOP/s (e.g. 1.5e12) that every tool, the advice, the diff and the
+    /// summaries use for the roofs and FLOP utilisation (default: the profile's, the device
+    /// table's, or for CPU profiles measured once on this machine and kept in the cache).
+    #[arg(long, global = true)]
+    peak_flops: Option<f64>,
+    /// Peak memory bandwidth in bytes/s (e.g. 2e11), used as --peak-flops is.
+    #[arg(long, global = true)]
+    peak_bw: Option<f64>,
+}
+
+/// The peaks given on the command line (at any level of it), for every tool of this process.
+fn process_peaks(matches: &clap::ArgMatches) -> anyhow::Result<()> {
+    let (mut flops, mut bw) = (None, None);
+    let mut m = Some(matches);
+    while let Some(cur) = m {
+        if let Ok(Some(v)) = cur.try_get_one::<f64>("peak_flops") {
+            flops = Some(*v);
+        }
+        if let Ok(Some(v)) = cur.try_get_one::<f64>("peak_bw") {
+            bw = Some(*v);
+        }
+        m = cur.subcommand().map(|(_, s)| s);
+    }
+    let u = xlens_analysis::base::peaks::UserPeaks::checked(flops, bw)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    xlens_analysis::base::peaks::set_process_peaks(u);
+    Ok(())
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -405,6 +432,7 @@ where
             .and_then(|(_, m)| m.try_get_one::<bool>("anonymous").ok().flatten().copied())
             .unwrap_or(false);
     buckets(anonymous);
+    exit_on_error(process_peaks(&matches));
     if let Some(("tool", m)) = matches.subcommand() {
         keep_freed_memory();
         exit_on_error(run_tool_command(m));

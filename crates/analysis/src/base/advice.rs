@@ -612,7 +612,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::InputBound,
             format!("input-bound: {input:.1}% of step time waits for input (threshold {INPUT_PCT}%)"),
             "Make the input pipeline faster or overlap it with compute: prefetch, more loader workers or parallel calls, cache decoded data, move preprocessing off the critical path.",
-            "input_pipeline",
+            "input_pipeline_analyzer",
             worst("input"),
         )
     } else if collective >= COLLECTIVE_PCT {

@@ -236,6 +236,27 @@ impl UserPeaks {
     }
 }
 
+/// Peaks stated once for the whole process (`--peak-flops` / `--peak-bw` on any command), which
+/// every tool and view uses where it is not given its own: the advice of `report` and the
+/// overview, the diff, the host summaries, the server's pages.
+static PROCESS_PEAKS: OnceLock<UserPeaks> = OnceLock::new();
+
+/// Sets [`PROCESS_PEAKS`] (the first call wins; `false` if they were set already).
+pub fn set_process_peaks(u: UserPeaks) -> bool {
+    PROCESS_PEAKS.set(u).is_ok()
+}
+
+impl UserPeaks {
+    /// These peaks, each figure not given taken from [`PROCESS_PEAKS`].
+    pub fn or_process(self) -> UserPeaks {
+        let p = PROCESS_PEAKS.get().copied().unwrap_or_default();
+        UserPeaks {
+            flops_per_second: self.flops_per_second.or(p.flops_per_second),
+            bytes_per_second: self.bytes_per_second.or(p.bytes_per_second),
+        }
+    }
+}
+
 /// The roofs of one host's device.
 #[derive(Debug, Clone, Serialize)]
 pub struct PeakSpec {
@@ -282,6 +303,7 @@ pub fn fp32_lanes_per_sm(major: u32, minor: u32) -> Option<f64> {
 
 /// The peaks of a host's device (see the module docs for the order of sources).
 pub fn peak_spec(p: &Profile, user: UserPeaks) -> PeakSpec {
+    let user = user.or_process();
     let info = device_info(p);
     let mut spec = PeakSpec {
         kind: info.kind,

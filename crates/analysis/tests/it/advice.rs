@@ -18,7 +18,14 @@ fn advice_of(rel: &str) -> Advice {
         .find(|p| p.to_string_lossy().contains(".xplane.pb"))
         .unwrap();
     let p = xlens_analysis::base::load::load_path(&file, xlens_store::Format::XSpace).unwrap();
-    advise(&analysis(p)).expect("advice")
+    let a = advise(&analysis(p)).expect("advice");
+    // The tool the advice sends the reader to is one `xlens tool` runs.
+    assert!(
+        xlens_analysis::tools::find(a.tool).is_ok(),
+        "{rel}: no tool {}",
+        a.tool
+    );
+    a
 }
 
 fn figure(a: &Advice, name: &str) -> f64 {
@@ -32,7 +39,7 @@ fn input_bound_by_construction() {
     let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/input_bound");
     assert_eq!(a.bottleneck, Bottleneck::InputBound, "{}", a.summary);
     assert!(figure(&a, "input_pct") > 90.0);
-    assert_eq!(a.tool, "input_pipeline");
+    assert_eq!(a.tool, "input_pipeline_analyzer");
     // The worst step's trace window is a real step of the profile.
     let (s, e) = a.window_ps.unwrap();
     assert!(e - s > 30_000_000_000, "a step holds the 30 ms sleep");

@@ -263,3 +263,41 @@ fn diff_exit_codes_gate_a_build() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("NEW /nonexistent/run"), "{err}");
 }
+
+#[test]
+fn stated_peaks_reach_every_command() {
+    // The TPU profile states its own peaks; --peak-flops overrides them for the op tools and
+    // for the advice of `report` and the overview alike, before or after the subcommand.
+    let p = fixtures().join("plugins/profile/tpu_inference");
+    let p = p.to_str().unwrap();
+    let advice = |args: &[&str]| {
+        let (code, out, err) = xlens(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["sessions"][0]["hosts"][0]["advice"]["summary"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let low = advice(&["report", p, "--json", "--peak-flops", "1e9"]);
+    let high = advice(&["report", p, "--json", "--peak-flops", "1e15"]);
+    assert_ne!(low, high, "the advice reads the stated peak");
+    assert_eq!(low, advice(&["--peak-flops", "1e9", "report", p, "--json"]));
+    let hlo = |args: &[&str]| {
+        let (code, out, err) = xlens(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["hosts"][0]["peaks"].clone()
+    };
+    let peaks = hlo(&["tool", "hlo_stats", p, "--json", "--peak-flops", "2e12"]);
+    assert_eq!(peaks["flops_per_second"], 2e12);
+    assert_eq!(peaks["flops_source"], "user_given");
+    assert_eq!(
+        peaks,
+        hlo(&["--peak-flops", "2e12", "tool", "hlo_stats", p, "--json"])
+    );
+    // Not a number a roof can be: a clear error, no answer.
+    let (code, out, err) = xlens(&["report", p, "--peak-bw", "inf"]);
+    assert_ne!(code, 0);
+    assert!(out.is_empty() && err.contains("peak_bw"), "{err}");
+}
