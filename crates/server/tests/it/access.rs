@@ -11,6 +11,19 @@ const TOKEN: &str = "t0k3n-for-tests_1234";
 
 fn serve(access: Access) -> (tokio::runtime::Runtime, String) {
     let logdir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logdir");
+    serve_in(access, logdir)
+}
+
+/// A server over a fresh empty log directory: for tests that start captures, which would
+/// otherwise leave session folders in the fixtures when the test ends before the capture does.
+fn serve_scratch(access: Access, name: &str) -> (tokio::runtime::Runtime, String) {
+    let d = std::env::temp_dir().join(format!("xlens-access-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    serve_in(access, d)
+}
+
+fn serve_in(access: Access, logdir: std::path::PathBuf) -> (tokio::runtime::Runtime, String) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -172,11 +185,14 @@ fn start_capture(addr: &str, target: &str) -> (u16, String) {
 
 #[test]
 fn exposed_capture_refuses_link_local_and_metadata() {
-    let (_rt, addr) = serve(Access {
-        token: None,
-        loopback_hosts_only: false,
-        capture: CapturePolicy::Exposed,
-    });
+    let (_rt, addr) = serve_scratch(
+        Access {
+            token: None,
+            loopback_hosts_only: false,
+            capture: CapturePolicy::Exposed,
+        },
+        "exposed",
+    );
     for target in [
         "169.254.169.254:80",
         "169.254.10.20:9012",
@@ -200,7 +216,7 @@ fn exposed_capture_refuses_link_local_and_metadata() {
 
 #[test]
 fn local_capture_refuses_only_metadata() {
-    let (_rt, addr) = serve(Access::default());
+    let (_rt, addr) = serve_scratch(Access::default(), "local");
     let (code, b) = start_capture(&addr, "169.254.169.254:80");
     assert_eq!(code, 403, "{b}");
     // The local user may capture a link-local peer (nothing there: the job says so).
