@@ -101,7 +101,7 @@ def test_tables_agree_with_the_json(path: str, session: str) -> None:
         t = run.table("hlo_stats")
         assert t.num_rows == len(rows)
         if rows:
-            assert t.column("total_time").to_pylist() == [r["total_time"] for r in rows]
+            assert t.column("total_time_ps").to_pylist() == [r["total_time_ps"] for r in rows]
             assert t.column("hlo_op_name").to_pylist() == [r["hlo_op_name"] for r in rows]
     if "op_profile" in tools:
         j = run.tool("op_profile")

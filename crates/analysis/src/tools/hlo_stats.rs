@@ -61,7 +61,8 @@ pub const EXTRA_COLUMNS: &[&str] = &[
     "cost_source",
 ];
 
-/// One HLO op, in XProf's units.
+/// One HLO op: XProf's `hlo_stats` row, with the unit in each field's name (picoseconds for
+/// times; the CSV gives XProf's µs under XProf's column ids).
 #[derive(Debug, Clone, Serialize)]
 pub struct HloStatsRow {
     pub rank: usize,
@@ -72,24 +73,20 @@ pub struct HloStatsRow {
     pub hlo_op_expression: String,
     pub tf_op_name: String,
     pub occurrences: u64,
-    /// µs.
-    pub total_time: f64,
-    pub avg_time: f64,
-    pub total_self_time: f64,
-    pub avg_self_time: f64,
-    /// Of the host's op time plus IDLE, 0–100.
+    pub total_time_ps: i64,
+    pub avg_time_ps: f64,
+    pub total_self_time_ps: i64,
+    pub avg_self_time_ps: f64,
     /// XProf's column: self time as a percentage of op time plus IDLE.
     pub total_self_time_percent: f64,
     pub cumulative_total_self_time_percent: f64,
     /// Self time as a percentage of op time (the ops' self time, IDLE left out): the share every
     /// tool gives an op.
     pub self_time_percent_of_op_time: f64,
-    /// GFLOP/s.
-    pub model_flop_rate: f64,
-    pub normalized_flop_rate: f64,
-    /// GiB/s.
-    pub measured_memory_bw: f64,
-    pub hbm_bw: f64,
+    pub model_flop_rate_gflops: f64,
+    pub normalized_flop_rate_gflops: f64,
+    pub measured_memory_bw_gibps: f64,
+    pub hbm_bw_gibps: f64,
     /// FLOP/byte.
     pub operational_intensity: f64,
     pub bound_by: &'static str,
@@ -152,7 +149,6 @@ pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats
         .map(|(i, o)| {
             let pct = 100.0 * o.self_time_ps as f64 / total;
             cum += pct;
-            let us = |ps: f64| ps / 1e6;
             HloStatsRow {
                 rank: i + 1,
                 program_id: o.program_id.map(|v| v.to_string()).unwrap_or_default(),
@@ -162,17 +158,17 @@ pub fn host_hlo_stats(host: &str, a: &Analysis, user: UserPeaks) -> HostHloStats
                 hlo_op_expression: o.expression.clone(),
                 tf_op_name: o.provenance.clone().unwrap_or_default(),
                 occurrences: o.occurrences,
-                total_time: us(o.total_time_ps as f64),
-                avg_time: us(o.avg_time_ps),
-                total_self_time: us(o.self_time_ps as f64),
-                avg_self_time: us(o.avg_self_time_ps),
+                total_time_ps: o.total_time_ps,
+                avg_time_ps: o.avg_time_ps,
+                total_self_time_ps: o.self_time_ps,
+                avg_self_time_ps: o.avg_self_time_ps,
                 total_self_time_percent: pct,
                 cumulative_total_self_time_percent: cum,
                 self_time_percent_of_op_time: 100.0 * o.self_time_ps as f64 / op_time,
-                model_flop_rate: o.flop_rate_gflops,
-                normalized_flop_rate: o.flop_rate_gflops,
-                measured_memory_bw: o.memory_bw_gibps,
-                hbm_bw: o.hbm_bw_gibps,
+                model_flop_rate_gflops: o.flop_rate_gflops,
+                normalized_flop_rate_gflops: o.flop_rate_gflops,
+                measured_memory_bw_gibps: o.memory_bw_gibps,
+                hbm_bw_gibps: o.hbm_bw_gibps,
                 operational_intensity: o.operational_intensity,
                 bound_by: o.bound_by,
                 over_peak: o.over_peak.clone(),
@@ -243,7 +239,7 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
                     h.host.as_str(),
                     r.program.as_str(),
                     r.hlo_op_name.as_str(),
-                    r.total_time,
+                    r.total_time_ps as f64 / 1e6,
                 )
             })
         }),
@@ -261,6 +257,11 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
     }
 }
 
+/// µs from ps, as XProf states times.
+fn us(ps: f64) -> f64 {
+    ps / 1e6
+}
+
 /// CSV: XProf's column ids and units, then xlens's extras; every op of every host (a `host`
 /// column is not XProf's, so hosts follow one another; the program id tells programs apart).
 pub fn render_csv(r: &HloStatsReport) -> String {
@@ -276,17 +277,17 @@ pub fn render_csv(r: &HloStatsReport) -> String {
                 csv_field(&x.hlo_op_expression),
                 csv_field(&x.tf_op_name),
                 x.occurrences.to_string(),
-                x.total_time.to_string(),
-                x.avg_time.to_string(),
-                x.total_self_time.to_string(),
-                x.avg_self_time.to_string(),
+                us(x.total_time_ps as f64).to_string(),
+                us(x.avg_time_ps).to_string(),
+                us(x.total_self_time_ps as f64).to_string(),
+                us(x.avg_self_time_ps).to_string(),
                 x.total_self_time_percent.to_string(),
                 x.cumulative_total_self_time_percent.to_string(),
                 "0".into(),
-                x.model_flop_rate.to_string(),
-                x.normalized_flop_rate.to_string(),
-                x.measured_memory_bw.to_string(),
-                x.hbm_bw.to_string(),
+                x.model_flop_rate_gflops.to_string(),
+                x.normalized_flop_rate_gflops.to_string(),
+                x.measured_memory_bw_gibps.to_string(),
+                x.hbm_bw_gibps.to_string(),
                 "0".into(),
                 "0".into(),
                 x.operational_intensity.to_string(),
@@ -334,10 +335,10 @@ pub fn render_text(r: &HloStatsReport) -> String {
                 x.hlo_op_name,
                 x.category,
                 x.occurrences,
-                x.total_self_time,
+                us(x.total_self_time_ps as f64),
                 x.self_time_percent_of_op_time,
-                x.model_flop_rate,
-                x.hbm_bw,
+                x.model_flop_rate_gflops,
+                x.hbm_bw_gibps,
                 x.operational_intensity,
                 x.bound_by
             ));

@@ -149,15 +149,24 @@ fn tpu_hlo_stats_and_roofline_match_xprof() {
         assert_eq!(r.bound_by, t["bound_by"].as_str().unwrap_or(""), "{name}");
         let g = |k: &str| t[k].as_f64().unwrap_or(0.0);
         for (what, ours, theirs) in [
-            ("total_time", r.total_time, g("total_time")),
-            ("total_self_time", r.total_self_time, g("total_self_time")),
-            ("model_flop_rate", r.model_flop_rate, g("model_flop_rate")),
+            // XProf states µs; xlens's JSON ps.
+            ("total_time", r.total_time_ps as f64 / 1e6, g("total_time")),
+            (
+                "total_self_time",
+                r.total_self_time_ps as f64 / 1e6,
+                g("total_self_time"),
+            ),
+            (
+                "model_flop_rate",
+                r.model_flop_rate_gflops,
+                g("model_flop_rate"),
+            ),
             (
                 "measured_memory_bw",
-                r.measured_memory_bw,
+                r.measured_memory_bw_gibps,
                 g("measured_memory_bw"),
             ),
-            ("hbm_bw", r.hbm_bw, g("hbm_bw")),
+            ("hbm_bw", r.hbm_bw_gibps, g("hbm_bw")),
             (
                 "operational_intensity",
                 r.operational_intensity,
