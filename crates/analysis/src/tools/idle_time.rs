@@ -53,8 +53,8 @@ pub enum IdleCategory {
 pub struct IdleRow {
     pub stream: i64,
     pub idle_category: IdleCategory,
-    /// Rounded to 2 decimals (HTA).
-    pub idle_time: f64,
+    /// Exact (HTA states µs rounded to 2 decimals; the CSV does too).
+    pub idle_time_ps: i64,
     /// Share of the stream's idle time, rounded to 2 decimals (HTA); `None` when the stream has
     /// no idle time.
     pub idle_time_ratio: Option<f64>,
@@ -151,7 +151,7 @@ pub fn idle_time(a: &Analysis, prm: &IdleTimeParams) -> IdleTime {
             rows.push(IdleRow {
                 stream,
                 idle_category: c,
-                idle_time: round2(ps as f64 / 1e6),
+                idle_time_ps: ps,
                 idle_time_ratio: (total != 0).then(|| round2(ps as f64 / total as f64)),
                 gaps: n,
             });
@@ -172,7 +172,7 @@ fn render_csv(t: &IdleTime) -> String {
             t.rank,
             r.stream,
             r.idle_category,
-            r.idle_time,
+            round2(r.idle_time_ps as f64 / 1e6),
             r.idle_time_ratio.map(|v| v.to_string()).unwrap_or_default(),
             r.gaps
         ));

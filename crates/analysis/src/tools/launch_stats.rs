@@ -60,7 +60,7 @@ impl Default for LaunchStatsParams {
     }
 }
 
-/// Sum, mean, min and max of one quantity (µs) over the launches.
+/// Sum, mean, min and max of one quantity (ps) over the launches.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub sum: f64,
@@ -82,15 +82,15 @@ impl Summary {
     }
 }
 
-/// One launch (µs).
+/// One launch.
 #[derive(Debug, Clone, Serialize)]
 pub struct Launch {
     pub correlation: i64,
     pub cpu_name: String,
     pub gpu_name: String,
-    pub cpu_duration: f64,
-    pub gpu_duration: f64,
-    pub launch_delay: f64,
+    pub cpu_duration_ps: i64,
+    pub gpu_duration_ps: i64,
+    pub launch_delay_ps: i64,
 }
 
 /// One rank's launch statistics.
@@ -101,9 +101,9 @@ pub struct LaunchStats {
     pub short_kernels: usize,
     pub runtime_outliers: usize,
     pub launch_delay_outliers: usize,
-    pub cpu_duration: Summary,
-    pub gpu_duration: Summary,
-    pub launch_delay: Summary,
+    pub cpu_duration_ps: Summary,
+    pub gpu_duration_ps: Summary,
+    pub launch_delay_ps: Summary,
     /// The `top` launches with the longest delay (of `num_launches`).
     pub launches: Vec<Launch>,
     pub last_step_dropped: bool,
@@ -135,7 +135,6 @@ pub fn launch_stats(a: &Analysis, prm: &LaunchStatsParams) -> LaunchStats {
             gpu.entry(e.correlation).or_default().push(i);
         }
     }
-    let us = |ps: i64| ps as f64 / 1e6;
     let mut launches = Vec::new();
     for c in t
         .events
@@ -149,32 +148,36 @@ pub fn launch_stats(a: &Analysis, prm: &LaunchStatsParams) -> LaunchStats {
                 correlation: c.correlation,
                 cpu_name: p.str(c.name).to_string(),
                 gpu_name: p.str(g.name).to_string(),
-                cpu_duration: us(c.end_ps - c.start_ps),
-                gpu_duration: us(g.end_ps - g.start_ps),
-                launch_delay: us(delay),
+                cpu_duration_ps: c.end_ps - c.start_ps,
+                gpu_duration_ps: g.end_ps - g.start_ps,
+                launch_delay_ps: delay,
             });
         }
     }
-    let (rc, lc) = (prm.runtime_cutoff as f64, prm.launch_delay_cutoff as f64);
-    let col = |f: fn(&Launch) -> f64| launches.iter().map(f).collect::<Vec<f64>>();
+    // The cutoffs are in µs, as HTA's.
+    let (rc, lc) = (
+        prm.runtime_cutoff.saturating_mul(1_000_000),
+        prm.launch_delay_cutoff.saturating_mul(1_000_000),
+    );
+    let col = |f: fn(&Launch) -> i64| launches.iter().map(|l| f(l) as f64).collect::<Vec<f64>>();
     let out = LaunchStats {
         rank: t.rank,
         num_launches: launches.len(),
         short_kernels: launches
             .iter()
-            .filter(|l| l.cpu_duration <= rc && l.gpu_duration < l.cpu_duration)
+            .filter(|l| l.cpu_duration_ps <= rc && l.gpu_duration_ps < l.cpu_duration_ps)
             .count(),
-        runtime_outliers: launches.iter().filter(|l| l.cpu_duration > rc).count(),
-        launch_delay_outliers: launches.iter().filter(|l| l.launch_delay > lc).count(),
-        cpu_duration: Summary::of(&col(|l| l.cpu_duration)),
-        gpu_duration: Summary::of(&col(|l| l.gpu_duration)),
-        launch_delay: Summary::of(&col(|l| l.launch_delay)),
+        runtime_outliers: launches.iter().filter(|l| l.cpu_duration_ps > rc).count(),
+        launch_delay_outliers: launches.iter().filter(|l| l.launch_delay_ps > lc).count(),
+        cpu_duration_ps: Summary::of(&col(|l| l.cpu_duration_ps)),
+        gpu_duration_ps: Summary::of(&col(|l| l.gpu_duration_ps)),
+        launch_delay_ps: Summary::of(&col(|l| l.launch_delay_ps)),
         launches: Vec::new(),
         last_step_dropped: t.last_step_dropped,
     };
     launches.sort_by(|a, b| {
-        b.launch_delay
-            .total_cmp(&a.launch_delay)
+        b.launch_delay_ps
+            .cmp(&a.launch_delay_ps)
             .then(a.correlation.cmp(&b.correlation))
     });
     launches.truncate(prm.top);
@@ -197,9 +200,9 @@ fn render_csv(s: &LaunchStats) -> String {
             l.correlation,
             crate::base::fmt::csv_field(&l.cpu_name),
             crate::base::fmt::csv_field(&l.gpu_name),
-            l.cpu_duration,
-            l.gpu_duration,
-            l.launch_delay
+            l.cpu_duration_ps as f64 / 1e6,
+            l.gpu_duration_ps as f64 / 1e6,
+            l.launch_delay_ps as f64 / 1e6
         ));
     }
     o

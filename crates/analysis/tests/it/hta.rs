@@ -303,19 +303,24 @@ fn idle_time_breakdown_equals_htas() {
         let name = f.display();
         let want = &expected(&f)["idle_time_breakdown"];
         let got = run_with("idle_time_breakdown", &f, &[]);
-        let key = |r: &Value, cat: &str| {
+        // HTA states µs rounded to 2 decimals; xlens exact ps, rounded here as HTA does.
+        let key = |r: &Value, cat: &str, idle: f64| {
             (
                 r["stream"].as_i64().unwrap(),
                 r[cat].as_str().unwrap().to_string(),
-                r["idle_time"].as_f64().unwrap(),
+                idle,
                 r["idle_time_ratio"].as_f64(),
             )
         };
+        let round2 = |v: f64| format!("{v:.2}").parse::<f64>().unwrap();
         let mut g: Vec<_> = got["rows"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| key(r, "idle_category"))
+            .map(|r| {
+                let us = r["idle_time_ps"].as_i64().unwrap() as f64 / 1e6;
+                key(r, "idle_category", round2(us))
+            })
             .collect();
         g.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         match want.get("rows") {
@@ -324,7 +329,7 @@ fn idle_time_breakdown_equals_htas() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|r| key(r, "idle_category"))
+                    .map(|r| key(r, "idle_category", r["idle_time"].as_f64().unwrap()))
                     .collect();
                 w.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
                 assert_eq!(g, w, "{name}");
@@ -353,7 +358,9 @@ fn cuda_launch_stats_equal_htas() {
         }
         for q in ["cpu_duration", "gpu_duration", "launch_delay"] {
             for s in ["sum", "mean", "min", "max"] {
-                match (got[q][s].as_f64(), want[q][s].as_f64()) {
+                // HTA states µs; xlens ps.
+                let ours = got[format!("{q}_ps")][s].as_f64().map(|ps| ps / 1e6);
+                match (ours, want[q][s].as_f64()) {
                     (Some(a), Some(b)) => {
                         assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{name} {q}.{s}")
                     }

@@ -214,7 +214,7 @@ pub fn idle_time_view(r: &PerHost<IdleTime>, _: &Cx) -> Markup {
         .col("idle_category", |r| {
             Cell::text(format!("{:?}", r.idle_category))
         })
-        .num("idle_time_us", |r| Cell::float(r.idle_time, 2))
+        .num("idle time", |r| Cell::time(r.idle_time_ps))
         .num("idle_time_ratio", |r| match r.idle_time_ratio {
             Some(v) => Cell::float(v, 2),
             None => Cell::text(""),
@@ -238,9 +238,9 @@ pub fn launch_stats_view(r: &PerHost<LaunchStats>, _: &Cx) -> Markup {
         .num("correlation", |l: &&Launch| Cell::int(l.correlation))
         .col("cpu_name", |l| Cell::name(&l.cpu_name))
         .col("gpu_name", |l| Cell::name(&l.gpu_name))
-        .num("cpu_duration_us", |l| Cell::float(l.cpu_duration, 3))
-        .num("gpu_duration_us", |l| Cell::float(l.gpu_duration, 3))
-        .num("launch_delay_us", |l| Cell::float(l.launch_delay, 3));
+        .num("cpu duration", |l| Cell::time(l.cpu_duration_ps))
+        .num("gpu duration", |l| Cell::time(l.gpu_duration_ps))
+        .num("launch delay", |l| Cell::time(l.launch_delay_ps));
     html! {
         p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: each cudaLaunchKernel (and cudaMemcpyAsync/cudaMemsetAsync) call joined to its GPU event; the delay is the GPU start minus the call's end." }
         @for (host, res) in &r.hosts {
