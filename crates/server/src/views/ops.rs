@@ -140,12 +140,25 @@ fn leaf_table<'a>(ops: &'a [OpRow], run: &'a str, host: &'a str) -> Table<'a, &'
         .num("% with idle", |l| Cell::pct(l.metrics.time_fraction))
         .num("Self time", |l| Cell::time(l.metrics.self_time_ps))
         .num("GFLOP/s", |l| Cell::float(l.metrics.flop_rate_gflops, 3))
-        .num("FLOPs util", |l| Cell::pct(l.metrics.flops_utilization))
+        .num("FLOPs util", |l| {
+            capped(l.metrics.flops_utilization, &l.metrics.over_peak)
+        })
         .num("HBM GiB/s", |l| Cell::float(l.metrics.hbm_bw_gibps, 3))
-        .num("HBM util", |l| Cell::pct(l.metrics.hbm_utilization))
+        .num("HBM util", |l| {
+            capped(l.metrics.hbm_utilization, &l.metrics.over_peak)
+        })
         .col("Bound by", |l| Cell::text(l.metrics.bound_by))
         .num("Wasted %", |l| Cell::pct(l.metrics.wasted_time_fraction))
         .num("Occurrences", |l| Cell::int(l.metrics.occurrences))
+}
+
+/// A utilisation; one shown capped at 100% is marked `100%*`, the reason in its tooltip (a
+/// flag on the cost model or the peak, not a saturated device).
+fn capped(u: f64, over_peak: &Option<String>) -> Cell {
+    match over_peak {
+        Some(why) if u >= 1.0 => Cell::num(u, format!("{}*", pct(u))).title(why),
+        _ => Cell::pct(u),
+    }
 }
 
 /// One tree level as nested `<details>`; the ops of a group in one sortable, paged table.
