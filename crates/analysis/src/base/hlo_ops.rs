@@ -279,24 +279,35 @@ pub fn over_peak(flops: f64, hbm: f64, time_ps: i64, peaks: Option<&PeakSpec>) -
     if secs <= 0.0 {
         return None;
     }
+    let checks = [
+        (
+            flops,
+            p.flops_per_second,
+            p.flops_source,
+            "FLOPs counted need",
+            "peak FLOP rate",
+            "the cost model counts more work than ran, or the peak is too low",
+        ),
+        (
+            hbm,
+            p.bytes_per_second,
+            p.bandwidth_source,
+            "bytes counted need",
+            "peak bandwidth",
+            "the traffic needs more time than the op takes (an asynchronous start whose transfer runs until its done op), the cost model counts traffic that never reaches memory (cache hits), or the peak is too low",
+        ),
+    ];
     let mut why = Vec::new();
-    if let Some(pf) = p.flops_per_second.filter(|v| *v > 0.0) {
-        let u = flops / secs / pf;
+    for (amount, peak, source, what, of, reasons) in checks {
+        let Some(peak) = peak.filter(|v| *v > 0.0) else {
+            continue;
+        };
+        let u = amount / secs / peak;
         if u > 1.0 + 1e-9 {
             why.push(format!(
-                "the FLOPs counted need {:.0}% of the peak FLOP rate ({}); the cost model counts more work than ran, or the peak is too low",
+                "the {what} {:.0}% of the {of} ({}); {reasons}",
                 100.0 * u,
-                source_words(p.flops_source)
-            ));
-        }
-    }
-    if let Some(pb) = p.bytes_per_second.filter(|v| *v > 0.0) {
-        let u = hbm / secs / pb;
-        if u > 1.0 + 1e-9 {
-            why.push(format!(
-                "the bytes counted need {:.0}% of the peak bandwidth ({}); the traffic needs more time than the op takes (an asynchronous start whose transfer runs until its done op), the cost model counts traffic that never reaches memory (cache hits), or the peak is too low",
-                100.0 * u,
-                source_words(p.bandwidth_source)
+                source_words(source)
             ));
         }
     }
