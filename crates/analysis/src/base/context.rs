@@ -385,10 +385,20 @@ impl Analysis {
         })
     }
 
-    /// Time per op, by op name and module ([`op_times`]).
+    /// Time per op, by op name and module ([`op_times`]). TensorFlow ops on host threads take
+    /// the framework op stats' figures (XProf's self time: nested TF ops left out, not every
+    /// nested event), so that an op has one self time, and one share of op time, in every tool.
     pub fn op_times(&self) -> Arc<OpTimes> {
         self.op_times
-            .get_or_init(|| Arc::new(op_times(&self.profile)))
+            .get_or_init(|| {
+                let t = op_times(&self.profile);
+                if t.source == Some(crate::base::ops::OpSource::HostFrameworkOps) {
+                    let fw = self.host_framework_ops();
+                    Arc::new(crate::base::op_metrics::framework_op_times(&fw.0))
+                } else {
+                    Arc::new(t)
+                }
+            })
             .clone()
     }
 

@@ -775,6 +775,41 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
 
 /// Host-side framework ops on `/host:CPU` threads, and the host IDLE time (per thread: first op
 /// start to last op end minus op self time, summed).
+/// The host's TensorFlow ops (not the XLA ops listed under them, nor IDLE) as op times, named
+/// `name:Type` as their events are.
+pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::OpTimes {
+    let mut v: Vec<crate::base::ops::OpTime> = ops
+        .iter()
+        .filter(|o| o.host_or_device == "Host" && !o.via_xla && o.op_type != "IDLE")
+        .map(|o| crate::base::ops::OpTime {
+            name: if o.op_type.is_empty() || o.op_type == "Dataset" {
+                o.name.clone()
+            } else {
+                format!("{}:{}", o.name, o.op_type)
+            },
+            long_name: None,
+            module: None,
+            occurrences: o.occurrences,
+            total_time_ps: o.total_time_ps,
+            self_time_ps: o.self_time_ps,
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b.self_time_ps
+            .cmp(&a.self_time_ps)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let total_self_time_ps = v
+        .iter()
+        .map(|o| o.self_time_ps)
+        .fold(0i64, i64::saturating_add);
+    crate::base::ops::OpTimes {
+        source: Some(OpSource::HostFrameworkOps),
+        ops: v,
+        total_self_time_ps,
+    }
+}
+
 pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
     if let Some(torch) = crate::base::torch_ops::torch_host_ops(p) {
         return torch;

@@ -330,17 +330,27 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             evidence: h.statement.clone(),
         });
     }
-    if let Some(top) = ops.ops.first() {
+    // TensorFlow ops on host threads: the report's op times (XProf's framework-op self time),
+    // so that the largest op and its share are the same in both.
+    let framework = (ops.source == Some(OpSource::HostFrameworkOps)).then(|| a.op_times());
+    let largest = match &framework {
+        Some(t) => t
+            .ops
+            .first()
+            .map(|o| (o.name.as_str(), o.self_time_ps, t.total_self_time_ps)),
+        None => ops
+            .ops
+            .first()
+            .map(|o| (o.name.as_str(), o.self_time_ps, ops.total_self_time_ps)),
+    };
+    if let Some((name, self_ps, total_ps)) = largest {
         rec.push(Recommendation {
-            text: format!(
-                "Largest op by self time: `{}`; start optimising there.",
-                top.name
-            ),
+            text: format!("Largest op by self time: `{name}`; start optimising there."),
             evidence: format!(
                 "{} of {} op self time ({:.1}%)",
-                ms(top.self_time_ps),
-                ms(ops.total_self_time_ps),
-                pct(top.self_time_ps as f64, ops.total_self_time_ps as f64)
+                ms(self_ps),
+                ms(total_ps),
+                pct(self_ps as f64, total_ps as f64)
             ),
         });
     }

@@ -2,8 +2,9 @@
 //! time, IDLE left out (XProf's own columns, which count IDLE in, are kept under their names and
 //! say so). Checked on every XSpace sample: the report's top ops and `hlo_stats` give each op the
 //! same share, and `report`, `hlo_stats` and `op_profile` the same op time, wherever they rank the
-//! same kind of op (XLA ops on host threads; on GPU the report ranks kernels, on TF CPU framework
-//! ops, and on TPU the report sums the `XLA Ops` line while the op tools use the device clock).
+//! same kind of op (XLA ops on host threads; on GPU the report ranks kernels, and on TPU the
+//! report sums the `XLA Ops` line while the op tools use the device clock). TensorFlow ops on
+//! host threads are checked against `framework_op_stats` and the overview's largest op.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -76,4 +77,57 @@ fn an_op_has_one_share_of_op_time_in_every_tool() {
         }
         assert!(matched >= 10, "{}: {matched} ops compared", dir.display());
     }
+}
+
+/// TensorFlow ops on host threads (the Keras CPU samples): the report, the overview's largest op
+/// and `framework_op_stats` give each op XProf's framework-op self time and the same share of op
+/// time.
+#[test]
+fn a_tensorflow_op_has_one_share_in_every_tool() {
+    let dir = root().join("fixtures/logdir/plugins/profile/tf_keras_cnn_small");
+    let run = open_run(xlens_store::discover(&dir).expect("discover"));
+    let rep = run_tool("report", &run, &[]).json().unwrap();
+    let r = &rep["sessions"][0]["hosts"][0];
+    assert_eq!(r["top_ops_source"], "host_framework_ops");
+    let op_time = r["total_op_self_time_ps"].as_i64().unwrap();
+    let fw = run_tool("framework_op_stats", &run, &[]).json().unwrap();
+    let rows: Vec<&Value> = fw["hosts"][0]["ops"].as_array().unwrap().iter().collect();
+    let mut matched = 0;
+    for t in r["top_ops"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let row = rows
+            .iter()
+            .find(|x| {
+                let (n, ty) = (x["name"].as_str().unwrap(), x["type"].as_str().unwrap());
+                name == format!("{n}:{ty}") || (ty == "Dataset" && name == n)
+            })
+            .unwrap_or_else(|| panic!("{name} not in framework_op_stats"));
+        assert_eq!(t["self_time_ps"], row["self_time_ps"], "{name}");
+        let ours = 100.0 * t["self_time_ps"].as_i64().unwrap() as f64 / op_time as f64;
+        let theirs = row["self_time_percent_of_op_time"].as_f64().unwrap();
+        assert!((ours - theirs).abs() < 1e-9, "{name}: {ours}% vs {theirs}%");
+        matched += 1;
+    }
+    assert!(matched >= 10, "{matched} ops compared");
+    let ov = run_tool("overview_page", &run, &[]).json().unwrap();
+    let top = &r["top_ops"][0];
+    let pct = 100.0 * top["self_time_ps"].as_i64().unwrap() as f64 / op_time as f64;
+    let largest = ov["hosts"][0]["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["text"].as_str().unwrap().starts_with("Largest op"))
+        .expect("largest op")
+        .clone();
+    assert!(
+        largest["text"]
+            .as_str()
+            .unwrap()
+            .contains(top["name"].as_str().unwrap())
+            && largest["evidence"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("({pct:.1}%)")),
+        "{largest}"
+    );
 }
