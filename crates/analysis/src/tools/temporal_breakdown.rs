@@ -16,11 +16,11 @@ use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 #[derive(Debug, Clone, Serialize)]
 pub struct TemporalBreakdown {
     pub rank: i64,
-    pub idle_time_us: f64,
-    pub compute_time_us: f64,
-    pub non_compute_time_us: f64,
+    pub idle_time_ps: i64,
+    pub compute_time_ps: i64,
+    pub non_compute_time_ps: i64,
     /// From the first GPU event's start to the last one's end.
-    pub kernel_time_us: f64,
+    pub kernel_time_ps: i64,
     pub idle_time_pctg: f64,
     pub compute_time_pctg: f64,
     pub non_compute_time_pctg: f64,
@@ -59,13 +59,12 @@ pub fn temporal_breakdown(a: &Analysis) -> TemporalBreakdown {
     let idle = kernel_time - total(&busy);
     let compute = total(&union(compute));
     let non_compute = kernel_time - compute - idle;
-    let us = |ps: i64| ps as f64 / 1e6;
     TemporalBreakdown {
         rank: t.rank,
-        idle_time_us: us(idle),
-        compute_time_us: us(compute),
-        non_compute_time_us: us(non_compute),
-        kernel_time_us: us(kernel_time),
+        idle_time_ps: idle,
+        compute_time_ps: compute,
+        non_compute_time_ps: non_compute,
+        kernel_time_ps: kernel_time,
         idle_time_pctg: pctg(idle, kernel_time),
         compute_time_pctg: pctg(compute, kernel_time),
         non_compute_time_pctg: pctg(non_compute, kernel_time),
@@ -77,14 +76,19 @@ pub fn temporal_breakdown(a: &Analysis) -> TemporalBreakdown {
     }
 }
 
+/// µs from ps, as HTA states times (the CSV keeps HTA's columns).
+fn us(ps: i64) -> f64 {
+    ps as f64 / 1e6
+}
+
 fn render_csv(t: &TemporalBreakdown) -> String {
     format!(
         "rank,idle_time_us,compute_time_us,non_compute_time_us,kernel_time_us,idle_time_pctg,compute_time_pctg,non_compute_time_pctg,gpu_events\n{},{},{},{},{},{},{},{},{}\n",
         t.rank,
-        t.idle_time_us,
-        t.compute_time_us,
-        t.non_compute_time_us,
-        t.kernel_time_us,
+        us(t.idle_time_ps),
+        us(t.compute_time_ps),
+        us(t.non_compute_time_ps),
+        us(t.kernel_time_ps),
         t.idle_time_pctg,
         t.compute_time_pctg,
         t.non_compute_time_pctg,

@@ -130,15 +130,20 @@ fn temporal_breakdown_equals_htas() {
             Some(rows) => {
                 let w = &rows[0];
                 for (ours, theirs) in [
-                    ("idle_time_us", "idle_time(us)"),
-                    ("compute_time_us", "compute_time(us)"),
-                    ("non_compute_time_us", "non_compute_time(us)"),
-                    ("kernel_time_us", "kernel_time(us)"),
+                    ("idle_time_ps", "idle_time(us)"),
+                    ("compute_time_ps", "compute_time(us)"),
+                    ("non_compute_time_ps", "non_compute_time(us)"),
+                    ("kernel_time_ps", "kernel_time(us)"),
                     ("idle_time_pctg", "idle_time_pctg"),
                     ("compute_time_pctg", "compute_time_pctg"),
                     ("non_compute_time_pctg", "non_compute_time_pctg"),
                 ] {
-                    let (a, b) = (got[ours].as_f64().unwrap(), w[theirs].as_f64().unwrap());
+                    // HTA states µs; xlens ps.
+                    let a = match got[ours].as_i64() {
+                        Some(ps) if ours.ends_with("_ps") => ps as f64 / 1e6,
+                        _ => got[ours].as_f64().unwrap(),
+                    };
+                    let b = w[theirs].as_f64().unwrap();
                     assert!((a - b).abs() < 1e-9, "{name} {ours}: xlens {a}, HTA {b}");
                 }
                 assert_eq!(got["rank"], w["rank"], "{name}");
@@ -185,8 +190,9 @@ fn two_ranks_of_one_job_each_get_their_row() {
     assert_eq!(hosts.len(), rows.len());
     for (h, w) in hosts.iter().zip(rows) {
         assert_eq!(h["rank"], w["rank"]);
-        assert_eq!(h["idle_time_us"].as_f64(), w["idle_time(us)"].as_f64());
-        assert_eq!(h["kernel_time_us"].as_f64(), w["kernel_time(us)"].as_f64());
+        let us = |k: &str| h[k].as_i64().map(|ps| ps as f64 / 1e6);
+        assert_eq!(us("idle_time_ps"), w["idle_time(us)"].as_f64());
+        assert_eq!(us("kernel_time_ps"), w["kernel_time(us)"].as_f64());
     }
 }
 

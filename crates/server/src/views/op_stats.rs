@@ -120,14 +120,12 @@ pub fn temporal_view(r: &PerHost<TemporalBreakdown>, _: &Cx) -> Markup {
     let t = Table::new("sortable")
         .col("host", |(h, _): &(&str, &TemporalBreakdown)| Cell::text(*h))
         .num("rank", |(_, t)| Cell::int(t.rank))
-        .num("idle_time_us", |(_, t)| Cell::float(t.idle_time_us, 3))
-        .num("compute_time_us", |(_, t)| {
-            Cell::float(t.compute_time_us, 3)
+        .num("idle time", |(_, t)| Cell::time(t.idle_time_ps))
+        .num("compute time", |(_, t)| Cell::time(t.compute_time_ps))
+        .num("non-compute time", |(_, t)| {
+            Cell::time(t.non_compute_time_ps)
         })
-        .num("non_compute_time_us", |(_, t)| {
-            Cell::float(t.non_compute_time_us, 3)
-        })
-        .num("kernel_time_us", |(_, t)| Cell::float(t.kernel_time_us, 3))
+        .num("kernel time", |(_, t)| Cell::time(t.kernel_time_ps))
         .num("idle_time_pctg", |(_, t)| Cell::float(t.idle_time_pctg, 2))
         .num("compute_time_pctg", |(_, t)| {
             Cell::float(t.compute_time_pctg, 2)
