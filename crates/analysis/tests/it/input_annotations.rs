@@ -96,3 +96,44 @@ fn annotated_data_stage_is_input_in_every_view() {
         assert!(text.contains("`data`"), "{run}: {text}");
     }
 }
+
+/// Every XSpace fixture with steps: the overview gives the input pipeline's verdict.
+#[test]
+fn the_overview_and_the_input_pipeline_give_one_input_verdict() {
+    let mut compared = 0;
+    for run in [
+        "jax_mlp_small",
+        "jax_tfm_small",
+        "tf_keras_cnn_small",
+        "tf_keras_mlp_xla_small",
+        "gpu_multi_worker",
+        "tpu_inference",
+    ] {
+        let dir = root().join("fixtures/logdir/plugins/profile").join(run);
+        let r = open_run(xlens_store::discover(&dir).expect("discover"));
+        let ip = run_tool("input_pipeline_analyzer", &r, &[]).json().unwrap();
+        let verdict = ip["hosts"][0]["verdict"].as_str().unwrap_or("").to_string();
+        let ov = run_tool("overview_page", &r, &[]).json().unwrap();
+        let recs: Vec<String> = ov["hosts"][0]["recommendations"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x["text"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if ip["hosts"][0]["steps"]
+            .as_array()
+            .is_none_or(|s| s.is_empty())
+        {
+            continue;
+        }
+        assert!(
+            recs.iter()
+                .any(|t| t.starts_with(verdict.trim_end_matches('.'))),
+            "{run}: overview {recs:?} vs input pipeline {verdict}"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 4, "{compared} runs compared");
+}
