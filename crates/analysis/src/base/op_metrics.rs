@@ -778,7 +778,7 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
 /// The host's TensorFlow ops (not the XLA ops listed under them, nor IDLE) as op times, named
 /// `name:Type` as their events are.
 pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::OpTimes {
-    let mut v: Vec<crate::base::ops::OpTime> = ops
+    let v: Vec<crate::base::ops::OpTime> = ops
         .iter()
         .filter(|o| o.host_or_device == "Host" && !o.via_xla && o.op_type != "IDLE")
         .map(|o| crate::base::ops::OpTime {
@@ -794,20 +794,7 @@ pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::OpTimes {
             self_time_ps: o.self_time_ps,
         })
         .collect();
-    v.sort_by(|a, b| {
-        b.self_time_ps
-            .cmp(&a.self_time_ps)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let total_self_time_ps = v
-        .iter()
-        .map(|o| o.self_time_ps)
-        .fold(0i64, i64::saturating_add);
-    crate::base::ops::OpTimes {
-        source: Some(OpSource::HostFrameworkOps),
-        ops: v,
-        total_self_time_ps,
-    }
+    crate::base::ops::OpTimes::of(Some(OpSource::HostFrameworkOps), v)
 }
 
 pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {

@@ -172,20 +172,26 @@ pub fn op_times(p: &Profile) -> OpTimes {
             e.self_time_ps = e.self_time_ps.saturating_add(self_time);
         }
     }
-    let mut ops: Vec<OpTime> = agg.into_values().collect();
-    ops.sort_by(|a, b| {
-        b.self_time_ps
-            .cmp(&a.self_time_ps)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let total_self_time_ps = ops
-        .iter()
-        .map(|o| o.self_time_ps)
-        .fold(0i64, i64::saturating_add);
-    OpTimes {
-        source,
-        ops,
-        total_self_time_ps,
+    OpTimes::of(source, agg.into_values().collect())
+}
+
+impl OpTimes {
+    /// `ops` sorted by self time (largest first, then by name), with their total.
+    pub fn of(source: Option<OpSource>, mut ops: Vec<OpTime>) -> OpTimes {
+        ops.sort_by(|a, b| {
+            b.self_time_ps
+                .cmp(&a.self_time_ps)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let total_self_time_ps = ops
+            .iter()
+            .map(|o| o.self_time_ps)
+            .fold(0i64, i64::saturating_add);
+        OpTimes {
+            source,
+            ops,
+            total_self_time_ps,
+        }
     }
 }
 
