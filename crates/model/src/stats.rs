@@ -389,7 +389,22 @@ impl<'a> Stats<'a> {
     /// The first stat with this key.
     #[inline]
     pub fn get(&self, key: StrId) -> Option<StatValue> {
-        self.iter().find(|s| s.key == key).map(|s| s.value)
+        let (buf, end) = (self.buf, self.end);
+        let mut pos = self.start;
+        while pos < end {
+            let (head, next) = varint_at(buf, pos)?;
+            if (head >> 3) == key.0 as u64 {
+                return value_at(buf, next, head & 7)
+                    .filter(|x| x.1 <= end)
+                    .map(|x| x.0);
+            }
+            pos = if head & 7 == K_F64 {
+                next + 8
+            } else {
+                skip_varint(buf, next)
+            };
+        }
+        None
     }
 }
 

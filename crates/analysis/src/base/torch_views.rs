@@ -280,17 +280,49 @@ fn int_list(p: &Profile, s: Option<StrId>) -> Option<Vec<i64>> {
 /// Builds the views; `None` for a profile that is not a PyTorch trace.
 pub fn torch_views(p: &Profile) -> Option<TorchViews> {
     let cat_key = p.key("cat")?;
-    let key = |n: &str| p.key(n);
-    let (k_ext, k_ext2, k_corr) = (key("External id"), key("external id"), key("correlation"));
-    let k_stack = key("Call stack");
-    let (k_dims, k_dims2, k_mod) = (
-        key("Input Dims"),
-        key("Input dims"),
-        key("Python module id"),
-    );
-    let (k_blocks, k_occ) = (key("blocks per SM"), key("est. achieved occupancy %"));
-    let (k_grid, k_block) = (key("grid"), key("block"));
-    let (k_regs, k_smem) = (key("registers per thread"), key("shared memory"));
+    // The args read, each event's in one pass: slot `i` holds the first value of `KEYS[i]`.
+    const KEYS: [&str; 14] = [
+        "cat",
+        "External id",
+        "external id",
+        "correlation",
+        "Call stack",
+        "Input Dims",
+        "Input dims",
+        "Python module id",
+        "blocks per SM",
+        "est. achieved occupancy %",
+        "grid",
+        "block",
+        "registers per thread",
+        "shared memory",
+    ];
+    const CAT: usize = 0;
+    const EXT: usize = 1;
+    const EXT2: usize = 2;
+    const CORR: usize = 3;
+    const STACK: usize = 4;
+    const DIMS: usize = 5;
+    const DIMS2: usize = 6;
+    const MODULE: usize = 7;
+    const BLOCKS: usize = 8;
+    const OCC: usize = 9;
+    const GRID: usize = 10;
+    const BLOCK: usize = 11;
+    const REGS: usize = 12;
+    const SMEM: usize = 13;
+    let mut slot_of: Vec<u8> = Vec::new();
+    for (i, name) in KEYS.iter().enumerate() {
+        if let Some(k) = p.key(name) {
+            let k = k.0 as usize;
+            if slot_of.len() <= k {
+                slot_of.resize(k + 1, 0);
+            }
+            if slot_of[k] == 0 {
+                slot_of[k] = i as u8 + 1;
+            }
+        }
+    }
     let mut nodes: Vec<Node> = Vec::new();
     // Per thread (a host line, its overlap lines merged back): its nodes.
     let mut threads: Vec<(String, Vec<usize>)> = Vec::new();
@@ -316,8 +348,17 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                 }
             };
             for i in 0..ev.len() {
-                let st = ev.stats(i);
-                let Some(StatValue::Str(cat)) = st.get(cat_key) else {
+                let mut vals = [None::<StatValue>; KEYS.len()];
+                ev.stats(i).select(
+                    |k| slot_of.get(k.0 as usize).copied().filter(|&s| s != 0),
+                    |s, v| {
+                        let slot = &mut vals[usize::from(s - 1)];
+                        if slot.is_none() {
+                            *slot = Some(v);
+                        }
+                    },
+                );
+                let Some(StatValue::Str(cat)) = vals[CAT] else {
                     continue;
                 };
                 // 1 operator, 2 python, 3 annotation, 4 python_function, 5 runtime,
@@ -341,21 +382,20 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                 let md = plane.metadata_of(line, i);
                 let name_id = md.map(|m| m.name).unwrap_or_default();
                 let name = p.str(name_id);
-                let i64_of = |k: Option<StrId>| k.and_then(|k| st.get(k)).and_then(|v| v.as_i64());
-                let ext = i64_of(k_ext).or_else(|| i64_of(k_ext2));
+                let i64_of = |k: usize| vals[k].and_then(|v| v.as_i64());
+                let ext = i64_of(EXT).or_else(|| i64_of(EXT2));
                 match k {
                     5 => launches.push(Launch {
                         start,
                         end,
                         ext,
-                        corr: i64_of(k_corr),
+                        corr: i64_of(CORR),
                         line: ti,
                         device: Vec::new(),
                     }),
                     6 | 7 => {
-                        let f64_of =
-                            |k: Option<StrId>| k.and_then(|k| st.get(k)).and_then(|v| v.as_f64());
-                        let str_of = |k: Option<StrId>| match k.and_then(|k| st.get(k)) {
+                        let f64_of = |k: usize| vals[k].and_then(|v| v.as_f64());
+                        let str_of = |k: usize| match vals[k] {
                             Some(StatValue::Str(s)) => Some(s),
                             _ => None,
                         };
@@ -364,13 +404,13 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                             end,
                             name: name_id,
                             kernel: k == 6,
-                            corr: i64_of(k_corr),
-                            blocks: f64_of(k_blocks),
-                            occupancy: f64_of(k_occ),
-                            grid: str_of(k_grid),
-                            block: str_of(k_block),
-                            regs: i64_of(k_regs),
-                            smem: i64_of(k_smem),
+                            corr: i64_of(CORR),
+                            blocks: f64_of(BLOCKS),
+                            occupancy: f64_of(OCC),
+                            grid: str_of(GRID),
+                            block: str_of(BLOCK),
+                            regs: i64_of(REGS),
+                            smem: i64_of(SMEM),
                         })
                     }
                     _ => {
@@ -391,13 +431,10 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                             3 if crate::base::torch_steps::is_collective(name) => {
                                 NodeKind::Annotation
                             }
-                            4 if k_mod.and_then(|m| st.get(m)).is_some() => NodeKind::Module,
+                            4 if vals[MODULE].is_some() => NodeKind::Module,
                             _ => continue,
                         };
-                        let shape = match k_dims
-                            .and_then(|d| st.get(d))
-                            .or_else(|| k_dims2.and_then(|d| st.get(d)))
-                        {
+                        let shape = match vals[DIMS].or(vals[DIMS2]) {
                             Some(StatValue::Str(s)) => Some(s),
                             _ => None,
                         };
@@ -408,7 +445,7 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                             kind,
                             ext: if kind == NodeKind::Module { None } else { ext },
                             shape,
-                            stack: match k_stack.and_then(|k| st.get(k)) {
+                            stack: match vals[STACK] {
                                 Some(StatValue::Str(c)) if !p.str(c).is_empty() => Some(c),
                                 _ => None,
                             },

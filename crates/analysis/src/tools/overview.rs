@@ -183,7 +183,20 @@ fn ms(ps: i64) -> String {
 }
 
 pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
-    let (db, ops) = a.steps_and_ops();
+    // A Chrome trace's operator tree and memory are passes over the events of their own: the
+    // other core takes them while this one groups steps and ops.
+    let (db, ops) = if a.profile().key("cat").is_some() {
+        crate::base::par::join(
+            || {
+                a.torch_views();
+                a.headroom();
+            },
+            || a.steps_and_ops(),
+        )
+        .1
+    } else {
+        a.steps_and_ops()
+    };
     let steps = StepTable::of_categories(&db.steps, db.categories());
     let steps_all = StepTable::of_categories(&db.steps_all, db.categories());
     let dev = a.device().clone();
