@@ -570,16 +570,13 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
             );
         }
     }
-    for (title, t, unit) in [
-        (
-            "Device ops (HLO ops, or a PyTorch trace's kernels)",
-            &r.ops,
-            "µs",
-        ),
-        ("Op categories", &r.op_categories, "µs"),
-        ("Module heap peaks", &r.memory, "bytes"),
+    for (title, t) in [
+        ("Device ops (HLO ops, or a PyTorch trace's kernels)", &r.ops),
+        ("Op categories", &r.op_categories),
+        ("Module heap peaks", &r.memory),
     ] {
         let Some(t) = t else { continue };
+        let (per, unit) = t.display_unit();
         let shown = &t.ops[..t.ops.len().min(20)];
         let names: Vec<(String, bool)> = shown
             .iter()
@@ -611,7 +608,13 @@ pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
             let _ = writeln!(
                 o,
                 "  {:>5} {:>14.1} {:>12.1} {:>12.1} {:<hw$} {:>12.1} {:<hw$}  {name}",
-                x.hosts, x.total, x.mean, x.min, x.min_host, x.max, x.max_host
+                x.hosts,
+                x.total / per,
+                x.mean / per,
+                x.min / per,
+                x.min_host,
+                x.max / per,
+                x.max_host
             );
         }
     }

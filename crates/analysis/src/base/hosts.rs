@@ -464,9 +464,22 @@ pub struct OpAcrossHosts {
 pub struct OpsAcrossHosts {
     /// Hosts covered (with ops).
     pub hosts: usize,
-    /// What `total`, `min`, `mean`, `max` measure (e.g. `total_time µs`).
+    /// What `total`, `min`, `mean`, `max` measure, and in what unit: `total_time ps` or
+    /// `peak_heap bytes`.
     pub measure: &'static str,
     pub ops: Vec<OpAcrossHosts>,
+}
+
+impl OpsAcrossHosts {
+    /// How a page shows the figures: the factor to divide them by and the unit then (times in
+    /// µs, as XProf's tables).
+    pub fn display_unit(&self) -> (f64, &'static str) {
+        if self.measure.ends_with(" ps") {
+            (1e6, "µs")
+        } else {
+            (1.0, self.measure.rsplit(' ').next().unwrap_or(""))
+        }
+    }
 }
 
 /// `(host, program, op, value)` rows summarised per (program, op); `None` with fewer than two
@@ -586,7 +599,7 @@ mod ops_tests {
             ("c", "p", "dot", 20.0),
             ("a", "p", "add", 1.0),
         ];
-        let r = ops_across_hosts(rows.into_iter(), "total_time µs").unwrap();
+        let r = ops_across_hosts(rows.into_iter(), "total_time ps").unwrap();
         assert_eq!(r.hosts, 3);
         let dot = &r.ops[0];
         assert_eq!((dot.name.as_str(), dot.hosts), ("dot", 3));

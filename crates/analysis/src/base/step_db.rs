@@ -210,9 +210,15 @@ pub struct Summary {
     pub std_dev_ps: i64,
     pub min_ps: i64,
     pub max_ps: i64,
+    /// The same in XProf's milliseconds, as its double-precision statistics compute them
+    /// (the mean and deviation of each step's ms); not in JSON, whose times are in ps.
+    #[serde(skip)]
     pub mean_ms: f64,
+    #[serde(skip)]
     pub std_dev_ms: f64,
+    #[serde(skip)]
     pub min_ms: f64,
+    #[serde(skip)]
     pub max_ms: f64,
 }
 

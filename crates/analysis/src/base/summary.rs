@@ -402,24 +402,19 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
     );
     let ops = crate::base::hosts::ops_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
-            s.ops.iter().map(move |o| {
-                (
-                    l.as_str(),
-                    &*o.program,
-                    &*o.name,
-                    o.total_time_ps as f64 / 1e6,
-                )
-            })
+            s.ops
+                .iter()
+                .map(move |o| (l.as_str(), &*o.program, &*o.name, o.total_time_ps as f64))
         }),
-        "total_time µs",
+        "total_time ps",
     );
     let op_categories = crate::base::hosts::categories_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
             s.ops
                 .iter()
-                .map(move |o| (l.as_str(), &*o.category, o.total_time_ps as f64 / 1e6))
+                .map(move |o| (l.as_str(), &*o.category, o.total_time_ps as f64))
         }),
-        "total_time µs",
+        "total_time ps",
     );
     let memory = crate::base::hosts::ops_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {

@@ -19,8 +19,8 @@ pub struct CommCompOverlap {
     /// Percentage of communication time overlapped by computation (2 decimals); `None` without
     /// communication kernels.
     pub comp_comm_overlap_pctg: Option<f64>,
-    pub communication_time_us: f64,
-    pub overlapped_time_us: f64,
+    pub communication_time_ps: i64,
+    pub overlapped_time_ps: i64,
     pub last_step_dropped: bool,
 }
 
@@ -45,8 +45,8 @@ pub fn comm_comp_overlap(a: &Analysis) -> CommCompOverlap {
     CommCompOverlap {
         rank: t.rank,
         comp_comm_overlap_pctg: pctg,
-        communication_time_us: comm_time as f64 / 1e6,
-        overlapped_time_us: both as f64 / 1e6,
+        communication_time_ps: comm_time,
+        overlapped_time_ps: both,
         last_step_dropped: t.last_step_dropped,
     }
 }
@@ -58,8 +58,8 @@ fn render_csv(o: &CommCompOverlap) -> String {
         o.comp_comm_overlap_pctg
             .map(|v| v.to_string())
             .unwrap_or_default(),
-        o.communication_time_us,
-        o.overlapped_time_us
+        o.communication_time_ps as f64 / 1e6,
+        o.overlapped_time_ps as f64 / 1e6
     )
 }
 

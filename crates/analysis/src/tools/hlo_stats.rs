@@ -239,11 +239,11 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
                     h.host.as_str(),
                     r.program.as_str(),
                     r.hlo_op_name.as_str(),
-                    r.total_time_ps as f64 / 1e6,
+                    r.total_time_ps as f64,
                 )
             })
         }),
-        "total_time µs",
+        "total_time ps",
     );
     HloStatsReport {
         tool: "hlo_stats",

@@ -40,14 +40,14 @@ pub struct InputOp {
     pub self_time_percent: f64,
 }
 
-/// Host input time by XProf's categories (summed self time of the XProf-listed rows), in µs.
+/// Host input time by XProf's categories (summed self time of the XProf-listed rows).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostInputBreakdown {
-    pub enqueue_us: f64,
-    pub demanded_file_read_us: f64,
-    pub advanced_file_read_us: f64,
-    pub preprocessing_us: f64,
-    pub unclassified_us: f64,
+    pub enqueue_ps: i64,
+    pub demanded_file_read_ps: i64,
+    pub advanced_file_read_ps: i64,
+    pub preprocessing_ps: i64,
+    pub unclassified_ps: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -173,14 +173,15 @@ pub fn host_input(host: &str, a: &Analysis) -> HostInput {
         let Some(cat) = xprof_category(&o.op_type, &o.name) else {
             continue;
         };
-        let us = o.self_time_ps as f64 / 1e6;
-        match cat {
-            "Enqueue" => breakdown.enqueue_us += us,
-            "Demanded file read" => breakdown.demanded_file_read_us += us,
-            "Advanced file read" => breakdown.advanced_file_read_us += us,
-            "Preprocessing" => breakdown.preprocessing_us += us,
-            _ => breakdown.unclassified_us += us,
-        }
+        let b = &mut breakdown;
+        let sum = match cat {
+            "Enqueue" => &mut b.enqueue_ps,
+            "Demanded file read" => &mut b.demanded_file_read_ps,
+            "Advanced file read" => &mut b.advanced_file_read_ps,
+            "Preprocessing" => &mut b.preprocessing_ps,
+            _ => &mut b.unclassified_ps,
+        };
+        *sum = sum.saturating_add(o.self_time_ps);
         input_ops.push(InputOp {
             name: o.name.clone(),
             category: cat,

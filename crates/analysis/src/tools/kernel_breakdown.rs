@@ -60,7 +60,7 @@ impl Default for KernelBreakdownParams {
 pub struct TypeTime {
     /// `COMPUTATION`, `COMMUNICATION`, `MEMORY`, or types joined by ` overlapping `.
     pub kernel_type: String,
-    pub sum_us: f64,
+    pub sum_ps: i64,
     /// Share of all labelled time, rounded to 1 decimal as HTA does.
     pub percentage: f64,
 }
@@ -71,12 +71,26 @@ pub struct KernelRow {
     pub name: String,
     pub kernel_type: KernelType,
     pub count: usize,
-    pub sum_us: f64,
-    pub max_us: f64,
-    pub min_us: f64,
-    pub mean_us: f64,
+    pub sum_ps: i64,
+    pub max_ps: i64,
+    pub min_ps: i64,
+    pub mean_ps: f64,
     /// Sample standard deviation (0 for one kernel).
-    pub stddev_us: f64,
+    pub stddev_ps: f64,
+    /// The same figures in HTA's float microseconds, as its CSV states them (and as its
+    /// "others" grouping compares them).
+    #[serde(skip)]
+    pub us: KernelUs,
+}
+
+/// A kernel row's figures in HTA's float microseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelUs {
+    pub sum: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub stddev: f64,
 }
 
 /// One rank's breakdown.
@@ -107,24 +121,40 @@ fn label(mask: u32, types: &[KernelType]) -> String {
         .join(" overlapping ")
 }
 
-fn stats(name: String, kernel_type: KernelType, durs: &[f64]) -> KernelRow {
-    let n = durs.len();
-    let sum: f64 = durs.iter().sum();
-    let mean = sum / n.max(1) as f64;
+/// Mean and sample standard deviation (0 for one value).
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len();
+    let mean = v.iter().sum::<f64>() / n.max(1) as f64;
     let var = if n > 1 {
-        durs.iter().map(|d| (d - mean) * (d - mean)).sum::<f64>() / (n - 1) as f64
+        v.iter().map(|d| (d - mean) * (d - mean)).sum::<f64>() / (n - 1) as f64
     } else {
         0.0
     };
+    (mean, var.sqrt())
+}
+
+/// A row's statistics of the kernels' durations `ps`.
+fn stats(name: String, kernel_type: KernelType, ps: &[i64]) -> KernelRow {
+    let durs: Vec<f64> = ps.iter().map(|&d| d as f64 / 1e6).collect();
+    let (mean, sd) = mean_sd(&durs);
+    let exact: Vec<f64> = ps.iter().map(|&d| d as f64).collect();
+    let (mean_ps, sd_ps) = mean_sd(&exact);
     KernelRow {
         name,
         kernel_type,
-        count: n,
-        sum_us: sum,
-        max_us: durs.iter().copied().fold(f64::MIN, f64::max),
-        min_us: durs.iter().copied().fold(f64::MAX, f64::min),
-        mean_us: mean,
-        stddev_us: var.sqrt(),
+        count: ps.len(),
+        sum_ps: ps.iter().copied().fold(0, i64::saturating_add),
+        max_ps: ps.iter().copied().max().unwrap_or(0),
+        min_ps: ps.iter().copied().min().unwrap_or(0),
+        mean_ps,
+        stddev_ps: sd_ps,
+        us: KernelUs {
+            sum: durs.iter().sum(),
+            max: durs.iter().copied().fold(f64::MIN, f64::max),
+            min: durs.iter().copied().fold(f64::MAX, f64::min),
+            mean,
+            stddev: sd,
+        },
     }
 }
 
@@ -192,7 +222,7 @@ pub fn kernel_breakdown(a: &Analysis, prm: &KernelBreakdownParams) -> KernelBrea
             };
             TypeTime {
                 kernel_type: label(m, &types),
-                sum_us: ps as f64 / 1e6,
+                sum_ps: ps,
                 percentage: format!("{v:.1}").parse().unwrap_or(v),
             }
         })
@@ -201,21 +231,21 @@ pub fn kernel_breakdown(a: &Analysis, prm: &KernelBreakdownParams) -> KernelBrea
     let mut kernels = Vec::new();
     let mut names_total = 0;
     for ty in &types {
-        let mut by_name: std::collections::HashMap<xlens_model::StrId, Vec<f64>> =
+        let mut by_name: std::collections::HashMap<xlens_model::StrId, Vec<i64>> =
             std::collections::HashMap::new();
         for e in t.gpu().filter(|e| kernel_type(p.str(e.name)) == *ty) {
             by_name
                 .entry(e.name)
                 .or_default()
-                .push((e.end_ps - e.start_ps) as f64 / 1e6);
+                .push(e.end_ps - e.start_ps);
         }
         let mut rows: Vec<KernelRow> = by_name
             .into_iter()
             .map(|(n, d)| stats(p.str(n).to_string(), *ty, &d))
             .collect();
         rows.sort_by(|a, b| {
-            b.sum_us
-                .total_cmp(&a.sum_us)
+            b.us.sum
+                .total_cmp(&a.us.sum)
                 .then_with(|| a.name.cmp(&b.name))
         });
         names_total += rows.len();
@@ -223,7 +253,7 @@ pub fn kernel_breakdown(a: &Analysis, prm: &KernelBreakdownParams) -> KernelBrea
             let mut cum = Vec::with_capacity(rows.len());
             let mut acc = 0.0;
             for r in &rows {
-                acc += r.sum_us;
+                acc += r.us.sum;
                 cum.push(acc);
             }
             let mut sorted = cum.clone();
@@ -241,11 +271,11 @@ pub fn kernel_breakdown(a: &Analysis, prm: &KernelBreakdownParams) -> KernelBrea
             if grouped {
                 // "others": the statistics of the grouped kernels' own durations.
                 let keep: Vec<&str> = kept.iter().map(|r| r.name.as_str()).collect();
-                let durs: Vec<f64> = t
+                let durs: Vec<i64> = t
                     .gpu()
                     .filter(|e| kernel_type(p.str(e.name)) == *ty)
                     .filter(|e| !keep.contains(&p.str(e.name)))
-                    .map(|e| (e.end_ps - e.start_ps) as f64 / 1e6)
+                    .map(|e| e.end_ps - e.start_ps)
                     .collect();
                 kept.push(stats("others".to_string(), *ty, &durs));
             }
@@ -271,11 +301,11 @@ fn render_csv(k: &KernelBreakdown) -> String {
             r.kernel_type,
             crate::base::fmt::csv_field(&r.name),
             r.count,
-            r.sum_us,
-            r.max_us,
-            r.min_us,
-            r.mean_us,
-            r.stddev_us
+            r.us.sum,
+            r.us.max,
+            r.us.min,
+            r.us.mean,
+            r.us.stddev
         ));
     }
     o

@@ -392,14 +392,20 @@ pub fn report(run: &Run, user: UserPeaks) -> OpProfileReport {
             .filter(|h| h.error.is_none())
             .flat_map(|h| h.ops.iter().map(move |o| (h.host.as_str(), o)))
     };
-    let us = |ps: i64| ps as f64 / 1e6;
     let categories = crate::base::hosts::categories_across_hosts(
-        rows().map(|(h, o)| (h, o.category.as_str(), us(o.total_time_ps))),
-        "total_time µs",
+        rows().map(|(h, o)| (h, o.category.as_str(), o.total_time_ps as f64)),
+        "total_time ps",
     );
     let ops = crate::base::hosts::ops_across_hosts(
-        rows().map(|(h, o)| (h, o.program.as_str(), o.name.as_str(), us(o.total_time_ps))),
-        "total_time µs",
+        rows().map(|(h, o)| {
+            (
+                h,
+                o.program.as_str(),
+                o.name.as_str(),
+                o.total_time_ps as f64,
+            )
+        }),
+        "total_time ps",
     );
     OpProfileReport {
         tool: "op_profile",

@@ -231,7 +231,7 @@ fn kernel_breakdown_equals_htas() {
                 let t = r["kernel_type"].as_str().unwrap().to_string();
                 (
                     t,
-                    r["sum_us"].as_f64().unwrap(),
+                    r["sum_ps"].as_i64().unwrap() as f64 / 1e6,
                     r["percentage"].as_f64().unwrap(),
                 )
             })
@@ -285,13 +285,13 @@ fn kernel_breakdown_equals_htas() {
                 .find(|k| k["name"] == r["name"] && k["kernel_type"] == r["kernel_type"])
                 .unwrap_or_else(|| panic!("{name}: {} missing", r["name"]));
             for (ours, theirs) in [
-                ("sum_us", "sum (us)"),
-                ("max_us", "max (us)"),
-                ("min_us", "min (us)"),
-                ("mean_us", "mean (us)"),
-                ("stddev_us", "stddev"),
+                ("sum_ps", "sum (us)"),
+                ("max_ps", "max (us)"),
+                ("min_ps", "min (us)"),
+                ("mean_ps", "mean (us)"),
+                ("stddev_ps", "stddev"),
             ] {
-                let (a, b) = (m[ours].as_f64().unwrap(), r[theirs].as_f64().unwrap());
+                let (a, b) = (m[ours].as_f64().unwrap() / 1e6, r[theirs].as_f64().unwrap());
                 assert!(
                     (a - b).abs() <= 1e-9 * b.abs().max(1.0),
                     "{name} {} {ours}: xlens {a}, HTA {b}",

@@ -478,11 +478,12 @@ fn input_pipeline_matches_xprof() {
         let b = &want["input_host_breakdown_us"];
         let hb = &h.host_breakdown;
         for (ours, key) in [
-            (hb.enqueue_us, "enqueue_us"),
-            (hb.demanded_file_read_us, "demanded_file_read_us"),
-            (hb.advanced_file_read_us, "advanced_file_read_us"),
-            (hb.preprocessing_us, "preprocessing_us"),
+            (hb.enqueue_ps, "enqueue_us"),
+            (hb.demanded_file_read_ps, "demanded_file_read_us"),
+            (hb.advanced_file_read_ps, "advanced_file_read_us"),
+            (hb.preprocessing_ps, "preprocessing_us"),
         ] {
+            let ours = ours as f64 / 1e6;
             let theirs = b[key].as_f64().unwrap_or(0.0);
             // XProf prints these with three decimals.
             assert!(
@@ -495,7 +496,7 @@ fn input_pipeline_matches_xprof() {
             h.input_percent,
             want["input_percent"],
             rows.len(),
-            hb.preprocessing_us
+            hb.preprocessing_ps as f64 / 1e6
         );
     }
 }

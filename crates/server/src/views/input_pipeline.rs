@@ -38,13 +38,13 @@ pub fn view(v: &InputPipeline, _: &Cx) -> Markup {
                 p { b { (h.verdict) } }
                 p class="dim" { (h.explanation) }
                 @let b = &h.host_breakdown;
-                @let ms3 = |us: f64| fixed(us / 1000.0, 3);
+                @let ms3 = |ps: i64| fixed(ps as f64 / 1e9, 3);
                 p {
-                    "Host input time (self time of the input ops XProf lists): enqueue " (ms3(b.enqueue_us))
-                    " ms · demanded file read " (ms3(b.demanded_file_read_us))
-                    " ms · advanced file read " (ms3(b.advanced_file_read_us))
-                    " ms · preprocessing " (ms3(b.preprocessing_us))
-                    " ms · unclassified " (ms3(b.unclassified_us)) " ms"
+                    "Host input time (self time of the input ops XProf lists): enqueue " (ms3(b.enqueue_ps))
+                    " ms · demanded file read " (ms3(b.demanded_file_read_ps))
+                    " ms · advanced file read " (ms3(b.advanced_file_read_ps))
+                    " ms · preprocessing " (ms3(b.preprocessing_ps))
+                    " ms · unclassified " (ms3(b.unclassified_ps)) " ms"
                 }
                 h3 { "Input ops (" (h.input_ops.len()) " rows, all listed)" }
                 (ops.render(h.input_ops.iter()))

@@ -160,10 +160,10 @@ pub fn overlap_view(r: &PerHost<CommCompOverlap>, _: &Cx) -> Markup {
             }
         })
         .num("communication_time_us", |(_, o)| {
-            Cell::float(o.communication_time_us, 3)
+            Cell::float(o.communication_time_ps as f64 / 1e6, 3)
         })
         .num("overlapped_time_us", |(_, o)| {
-            Cell::float(o.overlapped_time_us, 3)
+            Cell::float(o.overlapped_time_ps as f64 / 1e6, 3)
         });
     html! {
         p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: the time communication kernels (NCCL) run while computation kernels run too, over the communication time." }
@@ -178,7 +178,7 @@ pub fn kernel_breakdown_view(r: &PerHost<KernelBreakdown>, _: &Cx) -> Markup {
             "kernel_type",
             |t: &&xlens_analysis::tools::kernel_breakdown::TypeTime| Cell::text(&t.kernel_type),
         )
-        .num("sum_us", |t| Cell::float(t.sum_us, 3))
+        .num("sum_us", |t| Cell::float(t.sum_ps as f64 / 1e6, 3))
         .num("percentage", |t| Cell::float(t.percentage, 1));
     let kernels = Table::new("sortable")
         .filter()
@@ -187,11 +187,11 @@ pub fn kernel_breakdown_view(r: &PerHost<KernelBreakdown>, _: &Cx) -> Markup {
         })
         .col("name", |k| Cell::name(&k.name))
         .num("count", |k| Cell::int(k.count))
-        .num("sum_us", |k| Cell::float(k.sum_us, 3))
-        .num("max_us", |k| Cell::float(k.max_us, 3))
-        .num("min_us", |k| Cell::float(k.min_us, 3))
-        .num("mean_us", |k| Cell::float(k.mean_us, 3))
-        .num("stddev_us", |k| Cell::float(k.stddev_us, 3));
+        .num("sum_us", |k| Cell::float(k.us.sum, 3))
+        .num("max_us", |k| Cell::float(k.us.max, 3))
+        .num("min_us", |k| Cell::float(k.us.min, 3))
+        .num("mean_us", |k| Cell::float(k.us.mean, 3))
+        .num("stddev_us", |k| Cell::float(k.us.stddev, 3));
     html! {
         p class="dim" { "As Holistic Trace Analysis 0.5.0 computes it: each kernel type's time (their union) and the time types overlap; the top kernels of each type by total time, the rest as \"others\"." }
         @for (host, res) in &r.hosts {

@@ -250,18 +250,19 @@ pub fn op_profile_view(r: &OpProfileReport, cx: &Cx) -> Markup {
 
 /// Ops (or categories, without the program column) over the hosts of a run, paged.
 fn across_hosts(a: &OpsAcrossHosts, programs: bool) -> Markup {
+    let (per, unit) = a.display_unit();
     let mut t = Table::new("ops-hosts paged").paged(PAGE).filter();
     if programs {
         t = t.col("Program", |o: &&OpAcrossHosts| Cell::text(&o.program));
     }
     html! {
-        p class="dim" { "Each " (if programs { "op" } else { "category" }) "'s total time (µs) summed over the hosts that ran it, and its per-host minimum, mean and maximum, with the hosts at either end; largest total first." }
+        p class="dim" { "Each " (if programs { "op" } else { "category" }) "'s total time (" (unit) ") summed over the hosts that ran it, and its per-host minimum, mean and maximum, with the hosts at either end; largest total first." }
         (t.col(if programs { "HLO op" } else { "Category" }, |o: &&OpAcrossHosts| Cell::text(&o.name).class("name"))
             .num("Hosts", |o| Cell::int(o.hosts))
-            .num("Total", |o| Cell::float(o.total, 1))
-            .num("Min", |o| Cell::float(o.min, 1))
-            .num("Mean", |o| Cell::float(o.mean, 1))
-            .num("Max", |o| Cell::float(o.max, 1))
+            .num("Total", |o| Cell::float(o.total / per, 1))
+            .num("Min", |o| Cell::float(o.min / per, 1))
+            .num("Mean", |o| Cell::float(o.mean / per, 1))
+            .num("Max", |o| Cell::float(o.max / per, 1))
             .col("Min host", |o| Cell::text(&o.min_host))
             .col("Max host", |o| Cell::text(&o.max_host))
             .render(a.ops.iter()))
