@@ -385,18 +385,38 @@ impl Analysis {
         })
     }
 
-    /// Time per op, by op name and module ([`op_times`]). TensorFlow ops on host threads take
-    /// the framework op stats' figures (XProf's self time: nested TF ops left out, not every
-    /// nested event), so that an op has one self time, and one share of op time, in every tool.
+    /// Time per op, by op name and module ([`op_times`]), so that an op has one self time, and
+    /// one share of op time, in every tool. TensorFlow ops on host threads take the framework
+    /// op stats' figures (XProf's self time: nested TF ops left out, not every nested event);
+    /// XLA ops on TPU take the op metrics' (XProf's device op times, which `hlo_stats` and
+    /// `op_profile` list).
     pub fn op_times(&self) -> Arc<OpTimes> {
+        use crate::base::ops::{OpSource, OpTime};
         self.op_times
             .get_or_init(|| {
                 let t = op_times(&self.profile);
-                if t.source == Some(crate::base::ops::OpSource::HostFrameworkOps) {
-                    let fw = self.host_framework_ops();
-                    Arc::new(crate::base::op_metrics::framework_op_times(&fw.0))
-                } else {
-                    Arc::new(t)
+                match t.source {
+                    Some(OpSource::HostFrameworkOps) => {
+                        let fw = self.host_framework_ops();
+                        Arc::new(crate::base::op_metrics::framework_op_times(&fw.0))
+                    }
+                    Some(OpSource::DeviceXlaOps) => {
+                        let om = self.op_metrics();
+                        let ops = om
+                            .ops
+                            .iter()
+                            .map(|o| OpTime {
+                                name: o.name.clone(),
+                                long_name: o.long_name.clone(),
+                                module: o.module.clone(),
+                                occurrences: o.occurrences,
+                                total_time_ps: o.total_time_ps,
+                                self_time_ps: o.self_time_ps,
+                            })
+                            .collect();
+                        Arc::new(OpTimes::of(t.source, ops))
+                    }
+                    _ => Arc::new(t),
                 }
             })
             .clone()

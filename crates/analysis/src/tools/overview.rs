@@ -343,19 +343,14 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
             evidence: h.statement.clone(),
         });
     }
-    // TensorFlow ops on host threads: the report's op times (XProf's framework-op self time),
-    // so that the largest op and its share are the same in both.
-    let framework = (ops.source == Some(OpSource::HostFrameworkOps)).then(|| a.op_times());
-    let largest = match &framework {
-        Some(t) => t
-            .ops
-            .first()
-            .map(|o| (o.name.as_str(), o.self_time_ps, t.total_self_time_ps)),
-        None => ops
-            .ops
-            .first()
-            .map(|o| (o.name.as_str(), o.self_time_ps, ops.total_self_time_ps)),
-    };
+    // The report's op times (TensorFlow ops: XProf's framework-op self time; TPU: XProf's
+    // device op times; GPU: kernels by name), so that the largest op and its share are the same
+    // in both.
+    let times = a.op_times();
+    let largest = times
+        .ops
+        .first()
+        .map(|o| (o.name.as_str(), o.self_time_ps, times.total_self_time_ps));
     if let Some((name, self_ps, total_ps)) = largest {
         rec.push(Recommendation {
             text: format!("Largest op by self time: `{name}`; start optimising there."),
