@@ -400,11 +400,22 @@ pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
     if db.source == Some(OpSource::HostXlaOps) {
         notes.push("CPU-only profile: ops are the XLA ops the CPU runtime ran on host threads (XProf shows no op profile here).".into());
     }
+    // TensorFlow ops without XLA are no HLO ops: framework_op_stats lists them, with XProf's
+    // self time (which leaves nested TF ops out, not every nested event).
+    let tf_only = db.source == Some(OpSource::HostFrameworkOps);
+    if tf_only {
+        notes.push("No XLA ops in this profile: its ops are TensorFlow ops on host threads, which framework_op_stats lists with XProf's self times (XProf lists no HLO ops here either).".into());
+    }
+    let listed: &[OpMetric] = if tf_only { &[] } else { &db.ops };
+    let (idle_ps, total_time_ps) = if tf_only {
+        (0, 0)
+    } else {
+        (db.idle_ps, db.total_self_time_ps.saturating_add(db.idle_ps))
+    };
     let facts = meta_facts(p);
     let device_totals = device_total_times(p);
-    let total_time_ps = db.total_self_time_ps.saturating_add(db.idle_ps);
-    let mut ops: Vec<OpRow> = Vec::with_capacity(db.ops.len());
-    for o in &db.ops {
+    let mut ops: Vec<OpRow> = Vec::with_capacity(listed.len());
+    for o in listed {
         ops.push(op_row(
             p,
             o,
@@ -433,7 +444,7 @@ pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
         cost_source,
         peaks,
         total_time_ps,
-        idle_ps: db.idle_ps,
+        idle_ps,
         ops: std::sync::Arc::new(ops),
         notes,
     }

@@ -22,7 +22,7 @@ use xlens_store::HostFile;
 
 /// Bumped whenever what a summary holds, or how it is computed, changes (cached summaries of an
 /// older version are made again).
-pub const SUMMARY_VERSION: u32 = 3;
+pub const SUMMARY_VERSION: u32 = 4;
 
 /// The memory space whose module peaks a summary keeps (0: device HBM / the default space).
 pub const MEMORY_SPACE: i64 = 0;

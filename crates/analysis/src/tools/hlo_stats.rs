@@ -328,6 +328,11 @@ pub fn render_text(r: &HloStatsReport) -> String {
             o.push_str(&format!(" (error: {e})"));
         }
         o.push('\n');
+        if h.rows.is_empty() {
+            for n in &h.notes {
+                o.push_str(&format!("  {n}\n"));
+            }
+        }
         for x in &h.rows {
             o.push_str(&format!(
                 "{:>5} {:<40} {:<24} occ {:>6} self {:>14.3} us ({:.2}%) {:>10.3} GFLOP/s {:>10.3} GiB/s OI {:.3} {}\n",

@@ -446,6 +446,11 @@ pub fn render_text(r: &OpProfileReport) -> String {
             "  {} ops; total time {} ps (IDLE {} ps); costs: {:?}\n",
             h.op_count, h.total_time_ps, h.idle_ps, h.cost_source
         ));
+        if h.op_count == 0 {
+            for n in &h.notes {
+                o.push_str(&format!("  {n}\n"));
+            }
+        }
         fn walk(o: &mut String, n: &Node, depth: usize) {
             let m = &n.metrics;
             let share = match m.percent_of_op_time {

@@ -3,9 +3,9 @@
 //! say so). Checked on every XSpace sample:
 //! - XLA ops on host threads and on TPU: the report's top ops and `hlo_stats` give each op the
 //!   same share, and `report`, `hlo_stats` and `op_profile` the same op time;
-//! - GPU: the report ranks kernels by name; each has the summed time and share of its
-//!   `hlo_stats` rows (and of its `kernel_stats` rows, for kernels);
-//! - TensorFlow ops on host threads: against `framework_op_stats`;
+//! - GPU, XSpace and PyTorch: the report ranks kernels by name; each has the summed time and
+//!   share of its `hlo_stats` rows (and of its `kernel_stats` and `pytorch_kernels` rows);
+//! - TensorFlow ops on host threads: against `framework_op_stats` (the HLO tools list none);
 //! - every sample: the overview's largest op is the report's, with the same share.
 
 use serde_json::Value;
@@ -97,15 +97,28 @@ fn an_op_has_one_share_of_op_time_in_every_tool() {
     }
 }
 
-/// GPU: the report ranks kernels (and copies) by name; each has the time, and the share of op
-/// time, of its `hlo_stats` rows summed, and kernels the time of their `kernel_stats` rows.
+/// GPU (an XSpace profile and a PyTorch trace): the report ranks kernels (and copies) by name;
+/// each has the time, and the share of op time, of its `hlo_stats` rows summed, and kernels the
+/// time of their `kernel_stats` rows (and, on the PyTorch trace, of `pytorch_kernels`).
 #[test]
 fn a_gpu_kernel_has_one_share_in_every_tool() {
-    let dir = root().join("fixtures/logdir/plugins/profile/gpu_multi_worker");
-    let run = open_run(xlens_store::discover(&dir).expect("discover"));
+    for dir in [
+        root().join("fixtures/logdir/plugins/profile/gpu_multi_worker"),
+        root().join("fixtures/pytorch/tb_plugin/resnet50_num_workers_4.pt.trace.json.gz"),
+    ] {
+        gpu_kernel_shares(&dir);
+    }
+}
+
+fn gpu_kernel_shares(dir: &std::path::Path) {
+    let run = open_run(xlens_store::discover(dir).expect("discover"));
     let rep = run_tool("report", &run, &[]).json().unwrap();
     let hlo = run_tool("hlo_stats", &run, &[]).json().unwrap();
     let ks = run_tool("kernel_stats", &run, &[]).json().unwrap();
+    let torch = dir
+        .to_string_lossy()
+        .ends_with(".json.gz")
+        .then(|| run_tool("pytorch_kernels", &run, &[]).json().unwrap());
     let hosts = rep["sessions"][0]["hosts"].as_array().unwrap();
     assert!(!hosts.is_empty());
     let mut kernels = 0;
@@ -146,11 +159,24 @@ fn a_gpu_kernel_has_one_share_in_every_tool() {
                     .map(|x| x["total_duration_ps"].as_i64().unwrap())
                     .sum();
                 assert_eq!(ksum, self_ps, "{name} in kernel_stats");
+                if let Some(t) = &torch {
+                    let row = t["hosts"][i]["by_name"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|x| x["name"] == name)
+                        .unwrap_or_else(|| panic!("{name} not in pytorch_kernels"));
+                    assert_eq!(row["total_ps"].as_i64().unwrap(), self_ps, "{name}");
+                }
                 kernels += 1;
             }
         }
     }
-    assert!(kernels >= 10, "{kernels} kernels compared");
+    assert!(
+        kernels >= 10,
+        "{}: {kernels} kernels compared",
+        dir.display()
+    );
 }
 
 /// Every sample, PyTorch traces included: the overview names the report's largest op, with
@@ -226,6 +252,22 @@ fn a_tensorflow_op_has_one_share_in_every_tool() {
         matched += 1;
     }
     assert!(matched >= 10, "{matched} ops compared");
+    // Without XLA there are no HLO ops: the HLO tools list none and point to framework_op_stats
+    // (their own self times of TF ops gave other shares).
+    for tool in ["hlo_stats", "op_profile"] {
+        let j = run_tool(tool, &run, &[]).json().unwrap();
+        let h = &j["hosts"][0];
+        assert_eq!(h["op_count"], 0, "{tool}");
+        assert!(
+            h["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n.as_str().unwrap().contains("framework_op_stats")),
+            "{tool}: {}",
+            h["notes"]
+        );
+    }
     let ov = run_tool("overview_page", &run, &[]).json().unwrap();
     let top = &r["top_ops"][0];
     let pct = 100.0 * top["self_time_ps"].as_i64().unwrap() as f64 / op_time as f64;
