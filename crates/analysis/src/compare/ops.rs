@@ -213,8 +213,13 @@ fn host_ops(a: &Analysis, scope: OpsScope) -> HostOps {
             },
         );
     }
-    let fps = crate::base::fingerprint::Fingerprints::of(a.profile());
     let om = a.op_metrics();
+    // TensorFlow ops without XLA are no XLA ops: the framework ops' diff matches them, with
+    // XProf's self time.
+    if om.source == Some(crate::base::ops::OpSource::HostFrameworkOps) {
+        return HostOps::Xla(Vec::new());
+    }
+    let fps = crate::base::fingerprint::Fingerprints::of(a.profile());
     HostOps::Xla(
         om.ops
             .iter()

@@ -2,7 +2,7 @@
 //! time, IDLE left out (XProf's own columns, which count IDLE in, are kept under their names and
 //! say so). Checked on every XSpace sample:
 //! - XLA ops on host threads and on TPU: the report's top ops and `hlo_stats` give each op the
-//!   same share, and `report`, `hlo_stats` and `op_profile` the same op time;
+//!   same share, and `report`, `hlo_stats`, `op_profile` and `diff` the same op time;
 //! - GPU, XSpace and PyTorch: the report ranks kernels by name; each has the summed time and
 //!   share of its `hlo_stats` rows (and of its `kernel_stats` and `pytorch_kernels` rows);
 //! - TensorFlow ops on host threads: against `framework_op_stats` (the HLO tools list none);
@@ -57,6 +57,7 @@ fn an_op_has_one_share_of_op_time_in_every_tool() {
             "{}",
             dir.display()
         );
+        assert_eq!(diff_op_time(&dir), op_time, "{}: diff", dir.display());
         assert!(h["idle_ps"].as_i64().unwrap() > 0, "idle is shown beside");
         let op = run_tool("op_profile", &run, &[]).json().unwrap();
         let o = &op["hosts"][0];
@@ -110,6 +111,21 @@ fn a_gpu_kernel_has_one_share_in_every_tool() {
     }
 }
 
+/// The op time `xlens diff` of a run against itself gives its ops.
+fn diff_op_time(dir: &std::path::Path) -> i64 {
+    let run = open_run(xlens_store::discover(dir).expect("discover"));
+    let again = open_run(xlens_store::discover(dir).expect("discover"));
+    let d = xlens_analysis::compare::diff(
+        "base",
+        &run,
+        "new",
+        &again,
+        xlens_analysis::compare::OpsScope::All,
+    );
+    assert_eq!(d.ops.base_total_ps, d.ops.new_total_ps);
+    d.ops.base_total_ps
+}
+
 fn gpu_kernel_shares(dir: &std::path::Path) {
     let run = open_run(xlens_store::discover(dir).expect("discover"));
     let rep = run_tool("report", &run, &[]).json().unwrap();
@@ -128,6 +144,9 @@ fn gpu_kernel_shares(dir: &std::path::Path) {
         assert_eq!((&h["host"], &k["host"]), (&r["host"], &r["host"]));
         let op_time = r["total_op_self_time_ps"].as_i64().unwrap();
         assert_eq!(h["op_time_ps"].as_i64().unwrap(), op_time);
+        if hosts.len() == 1 && torch.is_none() {
+            assert_eq!(diff_op_time(dir), op_time, "diff");
+        }
         for t in r["top_ops"].as_array().unwrap() {
             let name = t["name"].as_str().unwrap();
             let self_ps = t["self_time_ps"].as_i64().unwrap();
@@ -252,6 +271,7 @@ fn a_tensorflow_op_has_one_share_in_every_tool() {
         matched += 1;
     }
     assert!(matched >= 10, "{matched} ops compared");
+    assert_eq!(diff_op_time(&dir), 0, "diff: no XLA ops");
     // Without XLA there are no HLO ops: the HLO tools list none and point to framework_op_stats
     // (their own self times of TF ops gave other shares).
     for tool in ["hlo_stats", "op_profile"] {
