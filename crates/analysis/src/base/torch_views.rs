@@ -311,18 +311,12 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
     const BLOCK: usize = 11;
     const REGS: usize = 12;
     const SMEM: usize = 13;
-    let mut slot_of: Vec<u8> = Vec::new();
-    for (i, name) in KEYS.iter().enumerate() {
-        if let Some(k) = p.key(name) {
-            let k = k.0 as usize;
-            if slot_of.len() <= k {
-                slot_of.resize(k + 1, 0);
-            }
-            if slot_of[k] == 0 {
-                slot_of[k] = i as u8 + 1;
-            }
-        }
-    }
+    let named: Vec<(&str, u8)> = KEYS
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (*k, i as u8 + 1))
+        .collect();
+    let slot_of = crate::base::ops::stat_slots(p, &named);
     let mut nodes: Vec<Node> = Vec::new();
     // Per thread (a host line, its overlap lines merged back): its nodes.
     let mut threads: Vec<(String, Vec<usize>)> = Vec::new();
