@@ -31,14 +31,30 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Profile, StatValue, Stats, StrId};
 
-pub use crate::base::torch_memory::OpMemory;
-
 /// Plane XProf reads the allocator events from.
 pub const HOST_PLANE: &str = "/host:CPU";
 /// Above this many events per allocator the drawn timeline is sampled.
 pub const MAX_SAMPLES: usize = 2000;
 /// Live allocations listed at the peak (after merging identical ones); the rest are counted.
 pub const MAX_ACTIVE_ROWS: usize = 500;
+
+/// Memory statistics of one op name on one device (the TensorBoard plugin's table; PyTorch
+/// traces, [`crate::base::torch_memory`]).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct OpMemory {
+    pub device: String,
+    pub name: String,
+    /// Operator slices of this name (on every thread).
+    pub calls: u64,
+    /// Sum of `Bytes` of the events directly in the op (allocations minus releases).
+    pub self_increase_bytes: i64,
+    pub self_allocation_bytes: i64,
+    pub self_allocations: u64,
+    /// The same, counting the events of the ops nested in it.
+    pub increase_bytes: i64,
+    pub allocation_bytes: i64,
+    pub allocations: u64,
+}
 
 /// The allocators of one host.
 #[derive(Debug, Clone, Serialize)]
@@ -638,16 +654,11 @@ pub fn cut_live_rows(merged: &mut Vec<LiveAllocation>) -> (usize, i64) {
     (total, bytes)
 }
 
-/// The memory profile of one host: from XSpace allocator events, else from PyTorch `[memory]`
-/// events.
-pub fn memory_profile(p: &Profile) -> MemoryProfile {
+/// The memory profile of one host's XSpace allocator events (no allocators when it has none;
+/// [`crate::base::memory::memory_profile`] then reads PyTorch `[memory]` events).
+pub fn xspace_memory_profile(p: &Profile) -> MemoryProfile {
     let keys = Keys::new(p);
     let (by_alloc, events_total) = read_events(p, &keys);
-    if by_alloc.is_empty() {
-        if let Some(mp) = crate::base::torch_memory::torch_memory_profile(p) {
-            return mp;
-        }
-    }
     let mut allocators: Vec<AllocatorProfile> = by_alloc
         .into_iter()
         .map(|(name, evs)| allocator_profile(name, evs))

@@ -11,17 +11,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 use xlens_model::Profile;
 use xlens_store::{HostFile, Session};
 
-use crate::base::allocators::{memory_profile, MemoryProfile};
+use crate::base::allocators::MemoryProfile;
 use crate::base::cost_model::{module_costs, ModuleCosts};
 use crate::base::device::{device_info, DeviceInfo};
 use crate::base::headroom::{memory_headroom, Headroom};
 use crate::base::heap::{module_memories, ModuleMemory};
 use crate::base::hlo::{hlo_index, HloIndex};
-use crate::base::hlo_ops::{host_ops, HostOps};
+use crate::base::hlo_ops::{host_ops_with, Detail, HostOps, OpTableInputs};
+use crate::base::memory::memory_profile;
 use crate::base::op_metrics::OpMetricsJob;
 use crate::base::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMetricsDb};
 use crate::base::ops::{op_times, OpTimes};
-use crate::base::peaks::UserPeaks;
+use crate::base::peaks::{peak_spec, UserPeaks};
 use crate::base::step_db::{step_db_prepare, StepDb};
 use crate::base::step_ops::{bin_steps, step_totals, StepBins, StepTotals};
 use crate::base::steps::{find_steps, Steps};
@@ -345,7 +346,26 @@ impl Analysis {
 
     /// The op table against `user`'s peaks ([`crate::base::hlo_ops`]).
     pub fn hlo_ops(&self, user: UserPeaks) -> Arc<HostOps> {
-        self.hlo_ops.get(user.into(), || host_ops(self, user))
+        self.hlo_ops
+            .get(user.into(), || self.op_table(user, Detail::Full))
+    }
+
+    /// The op table against `user`'s peaks, its rows filled as far as `detail` says, computed
+    /// afresh ([`host_ops_with`]).
+    pub fn op_table(&self, user: UserPeaks, detail: Detail) -> HostOps {
+        let peaks = peak_spec(&self.profile, user);
+        let hlo = self.hlo();
+        let op_metrics = self.op_metrics();
+        host_ops_with(
+            OpTableInputs {
+                profile: &self.profile,
+                peaks,
+                hlo: &hlo,
+                op_metrics: &op_metrics,
+                module_costs: &|k| self.module_costs(k),
+            },
+            detail,
+        )
     }
 
     /// Every HLO module's heap in `memory_space` ([`crate::base::heap::module_memories`]).
@@ -453,7 +473,18 @@ impl Analysis {
 
     /// Peak memory against the device's memory, when the profile states it.
     pub fn headroom(&self) -> Option<&Headroom> {
-        self.headroom.get_or_init(|| memory_headroom(self)).as_ref()
+        self.headroom
+            .get_or_init(|| {
+                memory_headroom(&self.profile, &self.allocators(), || {
+                    crate::base::heap::memory_viewer_from(
+                        &self.hlo(),
+                        &self.module_memories(0),
+                        None,
+                        0,
+                    )
+                })
+            })
+            .as_ref()
     }
 }
 

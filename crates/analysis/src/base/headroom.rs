@@ -9,30 +9,15 @@
 //!   their peak as in use plus available (XProf's memory capacity; TPU runtimes write it). Without
 //!   either there is no answer rather than a guess.
 
-use serde::Serialize;
 use xlens_model::Profile;
 
-use crate::base::allocators::{allocator_capacity_bytes, memory_profile, MemoryProfile};
-use crate::base::context::Analysis;
+use crate::base::allocators::{allocator_capacity_bytes, MemoryProfile};
 use crate::base::device::device_info;
 use crate::base::fmt::fmt_bytes;
+use crate::base::heap::MemoryViewer;
+use crate::base::memory::memory_profile;
 
-/// Peak memory against device capacity.
-#[derive(Debug, Clone, Serialize)]
-pub struct Headroom {
-    pub peak_bytes: i64,
-    /// Where the peak comes from, e.g. `memory viewer: module jit_f(…)`.
-    pub peak_source: String,
-    pub capacity_bytes: i64,
-    /// Where the capacity comes from.
-    pub capacity_source: String,
-    /// `peak / capacity`.
-    pub used_fraction: f64,
-    /// `capacity / peak`: how far the batch could grow if memory grew linearly with it.
-    pub growth_factor: f64,
-    /// The answer in one sentence.
-    pub statement: String,
-}
+pub use crate::base::heap::Headroom;
 
 /// The device memory per device the profile states, with where it comes from; `mp` is the host's
 /// memory profile when already computed (it is computed here otherwise, only if needed).
@@ -112,10 +97,15 @@ fn fmt_gib(b: i64) -> String {
 /// The headroom answer for one host profile: the largest program peak (memory viewer, device
 /// memory) or else the largest allocator peak, against the stated device memory. `None` when the
 /// profile states no capacity or has no peak.
-pub fn memory_headroom(a: &Analysis) -> Option<Headroom> {
-    let mp = a.allocators();
-    let (cap, cap_src) = device_memory_capacity(a.profile(), Some(&mp))?;
-    let mv = crate::base::heap::memory_viewer_from(&a.hlo(), &a.module_memories(0), None, 0);
+/// `viewer` makes the memory viewer's modules (memory space 0), asked for only when the profile
+/// states a capacity.
+pub fn memory_headroom(
+    p: &Profile,
+    mp: &MemoryProfile,
+    viewer: impl FnOnce() -> MemoryViewer,
+) -> Option<Headroom> {
+    let (cap, cap_src) = device_memory_capacity(p, Some(mp))?;
+    let mv = viewer();
     if let Some(m) = mv
         .modules
         .iter()

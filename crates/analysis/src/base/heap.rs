@@ -48,6 +48,23 @@ pub const SMALL_BUFFER_BYTES: i64 = 16 * 1024;
 /// Above this many points the heap series is sampled for drawing.
 pub const MAX_SERIES_POINTS: usize = 4096;
 
+/// Peak memory against device capacity ([`crate::base::headroom`] computes it).
+#[derive(Debug, Clone, Serialize)]
+pub struct Headroom {
+    pub peak_bytes: i64,
+    /// Where the peak comes from, e.g. `memory viewer: module jit_f(…)`.
+    pub peak_source: String,
+    pub capacity_bytes: i64,
+    /// Where the capacity comes from.
+    pub capacity_source: String,
+    /// `peak / capacity`.
+    pub used_fraction: f64,
+    /// `capacity / peak`: how far the batch could grow if memory grew linearly with it.
+    pub growth_factor: f64,
+    /// The answer in one sentence.
+    pub statement: String,
+}
+
 /// The memory viewer of one host: every module with its peak, and the selected module in detail.
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryViewer {
@@ -63,7 +80,7 @@ pub struct MemoryViewer {
     pub hlo_errors: Vec<String>,
     /// The selected module's peak (else the largest module's) against the device memory the
     /// profile states; `None` when it states none (see [`crate::base::headroom`]).
-    pub headroom: Option<crate::base::headroom::Headroom>,
+    pub headroom: Option<Headroom>,
 }
 
 /// One module in the list.

@@ -12,17 +12,17 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::Arc;
 use xlens_model::{Profile, StatValue, StrId};
 use xlens_proto::xla::HloInstructionProto;
 use xlens_wire::{fields, Value};
 
-use crate::base::context::Analysis;
-use crate::base::cost_model::{instruction_name_of, Cost};
+use crate::base::cost_model::{instruction_name_of, Cost, ModuleCosts};
 use crate::base::device::DeviceKind;
 use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
-use crate::base::op_metrics::OpMetric;
+use crate::base::op_metrics::{OpMetric, OpMetricsDb};
 use crate::base::ops::{op_lines, OpSource};
-use crate::base::peaks::{peak_spec, PeakSpec, UserPeaks};
+use crate::base::peaks::PeakSpec;
 
 /// Where an op's FLOPs and bytes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -358,9 +358,16 @@ fn stat_u64(v: Option<StatValue>) -> Option<u64> {
     }
 }
 
-/// Builds every op row of one host.
-pub fn host_ops(a: &Analysis, user: UserPeaks) -> HostOps {
-    host_ops_with(a, user, Detail::Full)
+/// What a host's op table is made of ([`host_ops_with`]).
+pub struct OpTableInputs<'a> {
+    pub profile: &'a Profile,
+    /// The peaks (computed first: on a CPU-only profile that measures the machine with two
+    /// 4 MiB buffers, which are gone again before the HLO modules are decoded).
+    pub peaks: PeakSpec,
+    pub hlo: &'a HloIndex,
+    pub op_metrics: &'a OpMetricsDb,
+    /// Module `k`'s costs (by its index in `hlo`), computed once by the caller.
+    pub module_costs: &'a dyn Fn(usize) -> Option<Arc<ModuleCosts>>,
 }
 
 /// How much of each op row [`host_ops_with`] fills.
@@ -374,13 +381,14 @@ pub enum Detail {
 }
 
 /// [`host_ops`] with rows filled as far as `detail` says.
-pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
-    let p = a.profile();
-    // First: on a CPU-only profile this measures the machine with two 4 MiB buffers, which are
-    // gone again before the HLO modules are decoded.
-    let peaks = peak_spec(p, user);
-    let idx = a.hlo();
-    let db = a.op_metrics();
+pub fn host_ops_with(inputs: OpTableInputs<'_>, detail: Detail) -> HostOps {
+    let OpTableInputs {
+        profile: p,
+        peaks,
+        hlo: idx,
+        op_metrics: db,
+        module_costs,
+    } = inputs;
     let mut notes: Vec<String> = Vec::new();
     // XLA's own figures when device ops carry them.
     let xla_figures = db.source == Some(OpSource::DeviceXlaOps)
@@ -419,8 +427,8 @@ pub fn host_ops_with(a: &Analysis, user: UserPeaks, detail: Detail) -> HostOps {
         ops.push(op_row(
             p,
             o,
-            a,
-            &idx,
+            module_costs,
+            idx,
             &facts,
             &device_totals,
             cost_source,
@@ -528,7 +536,7 @@ fn meta_facts(p: &Profile) -> HashMap<(Option<u64>, String), MetaFacts> {
 fn op_row(
     p: &Profile,
     o: &OpMetric,
-    a: &Analysis,
+    module_costs: &dyn Fn(usize) -> Option<Arc<ModuleCosts>>,
     idx: &HloIndex,
     facts: &HashMap<(Option<u64>, String), MetaFacts>,
     device_totals: &HashMap<(Option<u64>, String), i64>,
@@ -569,7 +577,7 @@ fn op_row(
         (CostSource::Xla, m, i) => {
             let fused = match (m, i, mi) {
                 (Some(m), Some(i), Some(k)) if text && i.opcode == "fusion" => {
-                    match a.module_costs(k) {
+                    match module_costs(k) {
                         Some(c) => fused_children(m, &c, i, 0),
                         None => Vec::new(),
                     }
@@ -579,7 +587,7 @@ fn op_row(
             (o.flops, o.bytes_accessed, CostSource::Xla, fused)
         }
         (_, Some(m), Some(i)) => {
-            let c = a.module_costs(mi.unwrap_or(0)).unwrap_or_default();
+            let c = module_costs(mi.unwrap_or(0)).unwrap_or_default();
             let cost = c.get(&i.id).copied().unwrap_or_default();
             (
                 cost.flops as f64 * occ,

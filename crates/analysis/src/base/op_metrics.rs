@@ -81,27 +81,7 @@ pub struct OpMetricsDb {
     pub total_bytes_accessed: f64,
 }
 
-/// One framework op (host or device side).
-#[derive(Debug, Clone, Serialize)]
-pub struct FrameworkOp {
-    /// `Host` or `Device`.
-    pub host_or_device: &'static str,
-    #[serde(rename = "type")]
-    pub op_type: String,
-    pub name: String,
-    pub occurrences: u64,
-    pub total_time_ps: i64,
-    pub self_time_ps: i64,
-    pub flops: f64,
-    pub bytes_accessed: f64,
-    /// An XLA op run by the CPU runtime on a host thread, listed under its framework op (XProf
-    /// shows nothing for these).
-    pub via_xla: bool,
-    /// PyTorch traces: the GPU time of the kernels this op launched (directly, or through ops
-    /// nested in it that are not themselves `cpu_op`s), by launch correlation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub launched_device_time_ps: Option<i64>,
-}
+pub use crate::base::ops::FrameworkOp;
 
 impl FrameworkOp {
     /// An op of `op_type` and `name` on `side` (`Host` or `Device`) with nothing counted yet.

@@ -201,7 +201,7 @@ pub struct PeakParams {
 
 impl PeakParams {
     /// The stated peaks; an error for one that is not a finite positive number.
-    pub fn user(&self) -> Result<UserPeaks, crate::base::tool::ToolError> {
+    pub fn user(&self) -> Result<UserPeaks, crate::base::error::ToolError> {
         UserPeaks::checked(self.peak_flops, self.peak_bw)
     }
 }
@@ -219,11 +219,11 @@ impl UserPeaks {
     pub fn checked(
         flops: Option<f64>,
         bw: Option<f64>,
-    ) -> Result<UserPeaks, crate::base::tool::ToolError> {
+    ) -> Result<UserPeaks, crate::base::error::ToolError> {
         for (name, v) in [("peak_flops", flops), ("peak_bw", bw)] {
             if let Some(x) = v {
                 if !(x.is_finite() && x > 0.0) {
-                    return Err(crate::base::tool::ToolError::Params(format!(
+                    return Err(crate::base::error::ToolError::Params(format!(
                         "{name}: `{x}` is not a finite positive number"
                     )));
                 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::base::align::HostClock;
 use crate::base::context::Analysis;
-use crate::base::hlo_ops::{host_ops_with, Detail};
+use crate::base::hlo_ops::Detail;
 use crate::base::hosts::{AllHosts, HostSteps, OpsAcrossHosts};
 use crate::base::peaks::UserPeaks;
 use crate::base::step_db::{StepModel, StepRow};
@@ -151,7 +151,7 @@ impl HostSummary {
         // idle).
         let (collective_ends, ops) = crate::base::par::join(
             || crate::base::align::collective_ends(p, &db.steps_all),
-            || host_ops_with(a, UserPeaks::default(), Detail::Figures),
+            || a.op_table(UserPeaks::default(), Detail::Figures),
         );
         HostSummary {
             session: session.to_string(),

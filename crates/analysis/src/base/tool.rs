@@ -35,22 +35,7 @@ impl<T: clap::Args + DeserializeOwned + Default + Send + Sync + 'static> ToolPar
 #[derive(Debug, Clone, Default, clap::Args, serde::Deserialize)]
 pub struct NoParams {}
 
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    #[error("unknown tool `{name}`; tools: {tools}")]
-    UnknownTool { name: String, tools: String },
-    #[error("no host `{host}` in this session; hosts: {hosts}")]
-    UnknownHost { host: String, hosts: String },
-    #[error("invalid parameters: {0}")]
-    Params(String),
-    #[error("{0}")]
-    Serialize(String),
-    #[error("{0}")]
-    Load(String),
-    /// Writing an answer out failed (`ToolOutput::write_json`), e.g. a closed pipe.
-    #[error("writing the answer: {0}")]
-    Write(std::io::ErrorKind),
-}
+pub use crate::base::error::ToolError;
 
 /// A result per host for tools computed from each host alone: serialised as
 /// `{"hosts": [{"host": …, …result's fields}], "tool": …}` (a host that could not be read has

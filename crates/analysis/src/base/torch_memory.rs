@@ -23,31 +23,14 @@
 //!   not released by then (matched by address), with the op that made them; in use at the peak
 //!   beyond them was allocated before the capture began.
 
-use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
+pub use crate::base::allocators::OpMemory;
 use crate::base::allocators::{
     cut_live_rows, sample_indices, Activity, AllocatorProfile, AllocatorState, LiveAllocation,
     MemoryProfile, Peak, Sample, HOST_PLANE,
 };
-
-/// Memory statistics of one op name on one device (the TensorBoard plugin's table).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct OpMemory {
-    pub device: String,
-    pub name: String,
-    /// Operator slices of this name (on every thread).
-    pub calls: u64,
-    /// Sum of `Bytes` of the events directly in the op (allocations minus releases).
-    pub self_increase_bytes: i64,
-    pub self_allocation_bytes: i64,
-    pub self_allocations: u64,
-    /// The same, counting the events of the ops nested in it.
-    pub increase_bytes: i64,
-    pub allocation_bytes: i64,
-    pub allocations: u64,
-}
 
 /// The device name of a `[memory]` event, as the TensorBoard plugin writes it.
 fn device_name(ty: i64, id: i64) -> String {

@@ -9,7 +9,8 @@
 //! arbitrarily (equal in every compared field) are compared as multisets.
 
 use serde_json::Value;
-use xlens_analysis::base::allocators::{memory_profile, AllocatorProfile, MemoryProfile};
+use xlens_analysis::base::allocators::{AllocatorProfile, MemoryProfile};
+use xlens_analysis::base::memory::memory_profile;
 
 use crate::common;
 use common::{load, load_analysis, open_run, root, run_tool};
@@ -178,7 +179,7 @@ fn no_allocator_events_means_no_allocators() {
 #[test]
 fn headroom_on_tpu_uses_allocator_capacity() {
     let p = load_analysis("tpu_inference");
-    let h = xlens_analysis::base::headroom::memory_headroom(&p).unwrap();
+    let h = p.headroom().cloned().unwrap();
     // The TPU profile states no memory_size; its allocators report 31.25 GiB per core.
     assert_eq!(h.capacity_bytes, 33_550_237_696);
     assert!(
@@ -207,7 +208,7 @@ fn headroom_on_gpu_uses_memory_size() {
 #[test]
 fn headroom_absent_without_capacity() {
     let p = load_analysis("jax_mlp_small");
-    assert!(xlens_analysis::base::headroom::memory_headroom(&p).is_none());
+    assert!(p.headroom().is_none());
     let mv = xlens_analysis::tools::memory_viewer::memory_viewer(&p, None, 0);
     assert!(mv.headroom.is_none());
 }
