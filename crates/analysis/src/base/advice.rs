@@ -137,6 +137,51 @@ pub struct Figure {
 }
 
 /// The advice for one host.
+/// A tool the advice points to. Serialised as the tool's registered name, which
+/// [`ToolLink::name`] gives too (a test holds every link to a registered tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolLink {
+    OverviewPage,
+    InputPipelineAnalyzer,
+    OpProfile,
+    CommCompOverlap,
+    TraceViewer,
+    RooflineModel,
+    KernelStats,
+}
+
+impl ToolLink {
+    pub const ALL: [ToolLink; 7] = [
+        ToolLink::OverviewPage,
+        ToolLink::InputPipelineAnalyzer,
+        ToolLink::OpProfile,
+        ToolLink::CommCompOverlap,
+        ToolLink::TraceViewer,
+        ToolLink::RooflineModel,
+        ToolLink::KernelStats,
+    ];
+
+    /// The tool's registered name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolLink::OverviewPage => "overview_page",
+            ToolLink::InputPipelineAnalyzer => "input_pipeline_analyzer",
+            ToolLink::OpProfile => "op_profile",
+            ToolLink::CommCompOverlap => "comm_comp_overlap",
+            ToolLink::TraceViewer => "trace_viewer",
+            ToolLink::RooflineModel => "roofline_model",
+            ToolLink::KernelStats => "kernel_stats",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Advice {
     pub bottleneck: Bottleneck,
@@ -149,7 +194,7 @@ pub struct Advice {
     /// What the shares are of (`N steps, X ps` or the span).
     pub basis: String,
     /// The tool that shows it.
-    pub tool: &'static str,
+    pub tool: ToolLink,
     /// The step where the deciding figure is largest: its name and trace window.
     pub worst_step: Option<String>,
     pub window_ps: Option<(i64, i64)>,
@@ -604,7 +649,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::InputBound,
             format!("input-bound: the DataLoader takes {input:.1}% of step time (threshold {DATALOADER_PCT}%)"),
             "Load batches in worker processes and ahead of the step: DataLoader(num_workers=N) (e.g. the CPU cores per GPU), pin_memory=True, prefetch_factor=2 or more, persistent_workers=True; move decoding and augmentation off the training process.",
-            "overview_page",
+            ToolLink::OverviewPage,
             worst(roles.input),
         )
     } else if input >= INPUT_PCT {
@@ -612,7 +657,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::InputBound,
             format!("input-bound: {input:.1}% of step time waits for input (threshold {INPUT_PCT}%)"),
             "Make the input pipeline faster or overlap it with compute: prefetch, more loader workers or parallel calls, cache decoded data, move preprocessing off the critical path.",
-            "input_pipeline_analyzer",
+            ToolLink::InputPipelineAnalyzer,
             worst("input"),
         )
     } else if collective >= COLLECTIVE_PCT {
@@ -621,9 +666,9 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             format!("collective-bound: {collective:.1}% of step time is communication not overlapped with computation (threshold {COLLECTIVE_PCT}%)"),
             "Overlap communication with computation (bucketing, async collectives, FSDP prefetch), shrink what is exchanged (gradient compression, lower precision), or change the sharding.",
             if hta.events.is_empty() {
-                "op_profile"
+                ToolLink::OpProfile
             } else {
-                "comm_comp_overlap"
+                ToolLink::CommCompOverlap
             },
             match &cpu_coll {
                 // The step with the most exposed collective time.
@@ -646,7 +691,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::Idle,
             format!("idle: {device} busy {busy:.1}% and host compute {host_compute:.1}% of step time (both under {IDLE_PCT}%)"),
             "The steps are mostly waiting on something the profile does not show (sleep, I/O, another process): capture with the Python tracer or look at the trace viewer's gaps.",
-            "trace_viewer",
+            ToolLink::TraceViewer,
             least_busy(),
         )
     } else if busy < BUSY_PCT {
@@ -658,7 +703,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             } else {
                 "Give the device bigger pieces of work: jit/compile larger functions, fuse small ops, raise the batch size, use CUDA graphs, move Python work out of the step."
             },
-            "trace_viewer",
+            ToolLink::TraceViewer,
             least_busy(),
         )
     } else if memory_bound.is_some_and(|m| m >= MEMORY_BOUND_PCT) {
@@ -667,7 +712,7 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             Bottleneck::MemoryBandwidthBound,
             format!("memory-bandwidth-bound: {device} busy {busy:.1}% of step time and {m:.1}% of op time is in ops under the memory roof (threshold {MEMORY_BOUND_PCT}%)"),
             "Move fewer bytes: fuse element-wise ops, use lower precision, better layouts; the roofline shows which ops sit under the memory roof.",
-            "roofline_model",
+            ToolLink::RooflineModel,
             worst(roles.busy[0]),
         )
     } else {
@@ -680,9 +725,9 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
                 "The device is the limit: look at the costliest ops (op profile) for lower precision, better kernels or less work per step."
             },
             if roles.torch {
-                "kernel_stats"
+                ToolLink::KernelStats
             } else {
-                "op_profile"
+                ToolLink::OpProfile
             },
             worst(roles.busy[0]),
         )

@@ -21,7 +21,7 @@ fn advice_of(rel: &str) -> Advice {
     let a = advise(&analysis(p)).expect("advice");
     // The tool the advice sends the reader to is one `xlens tool` runs.
     assert!(
-        xlens_analysis::tools::find(a.tool).is_ok(),
+        xlens_analysis::tools::find(a.tool.name()).is_ok(),
         "{rel}: no tool {}",
         a.tool
     );
@@ -39,7 +39,7 @@ fn input_bound_by_construction() {
     let a = advice_of("fixtures/logdir_bottlenecks/plugins/profile/input_bound");
     assert_eq!(a.bottleneck, Bottleneck::InputBound, "{}", a.summary);
     assert!(figure(&a, "input_pct") > 90.0);
-    assert_eq!(a.tool, "input_pipeline_analyzer");
+    assert_eq!(a.tool.name(), "input_pipeline_analyzer");
     // The worst step's trace window is a real step of the profile.
     let (s, e) = a.window_ps.unwrap();
     assert!(e - s > 30_000_000_000, "a step holds the 30 ms sleep");
@@ -156,7 +156,7 @@ fn idle_by_construction() {
     assert!(figure(&a, "device_busy_pct") < IDLE_PCT);
     assert!(figure(&a, "host_compute_pct") < IDLE_PCT);
     assert!(figure(&a, "input_pct") < INPUT_PCT);
-    assert_eq!(a.tool, "trace_viewer");
+    assert_eq!(a.tool.name(), "trace_viewer");
 }
 
 #[test]
@@ -219,4 +219,17 @@ fn a_run_of_hosts_gets_the_verdict_most_of_them_have() {
     let lone = rep.sessions.iter().find(|s| s.name == "other").unwrap();
     assert!(lone.run_advice.is_none(), "one host: no run verdict");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every tool the advice can point to is one `xlens tool` runs, under the name its JSON gives.
+#[test]
+fn every_advice_link_is_a_registered_tool() {
+    use xlens_analysis::base::advice::ToolLink;
+    for l in ToolLink::ALL {
+        assert!(xlens_analysis::tools::find(l.name()).is_ok(), "{l}");
+        assert_eq!(
+            serde_json::to_value(l).unwrap(),
+            serde_json::Value::String(l.name().to_string())
+        );
+    }
 }

@@ -192,7 +192,7 @@ fn host(h: &HostOverview, cats: &[Category], cx: &Cx) -> Markup {
                         b { (a.bottleneck.as_str()) } ": " (a.summary) " " span class="dim" { "(over " (a.basis) ")" }
                     }
                     p { (a.suggestion) " "
-                        a href=(Url::page(cx.session, a.tool).with_opt("host", cx.host)) { "Open " (a.tool) }
+                        a href=(Url::page(cx.session, a.tool.name()).with_opt("host", cx.host)) { "Open " (a.tool.name()) }
                         @if let (Some(step), Some((s0, s1))) = (&a.worst_step, a.window_ps) {
                             " · "
                             a href=(Url::page(cx.session, "trace_viewer").with_opt("host", cx.host).with("start_ps", &s0.to_string()).with("end_ps", &s1.to_string())) {
