@@ -411,10 +411,10 @@ fn rows_table(name: &str, out: &ToolOutput) -> Result<RecordBatch, String> {
                 .iter()
                 .any(|(_, k)| k.as_ref().is_ok_and(|k| k.by_name_and_op.is_some()))
             {
-                static NONE: Vec<xlens_analysis::base::torch_views::KernelOpRow> = Vec::new();
+                static NONE: Vec<xlens_analysis::base::pytorch::torch_views::KernelOpRow> = Vec::new();
                 per_host_rows(Some(r), |k| k.by_name_and_op.as_ref().unwrap_or(&NONE))
             } else {
-                static NONE: Vec<xlens_analysis::base::torch_views::KernelRow> = Vec::new();
+                static NONE: Vec<xlens_analysis::base::pytorch::torch_views::KernelRow> = Vec::new();
                 per_host_rows(Some(r), |k| k.by_name.as_ref().unwrap_or(&NONE))
             }
         }
@@ -514,7 +514,7 @@ fn steps(out: &ToolOutput) -> Result<RecordBatch, String> {
     let o = out
         .get::<xlens_analysis::tools::overview::Overview>()
         .ok_or("overview_page gave another output")?;
-    let rows: Vec<(&str, &xlens_analysis::base::step_db::StepRow)> = o
+    let rows: Vec<(&str, &xlens_analysis::base::steps::step_db::StepRow)> = o
         .hosts
         .iter()
         .flat_map(|h| h.steps.rows.iter().map(move |r| (h.host.as_str(), r)))

@@ -18,7 +18,7 @@ input_bound
     jax.profiler.TraceAnnotation('IteratorGetNext'). XProf classifies a host event as
     HOST_WAIT_INPUT ("Input" in the step breakdown) when its name starts with 'IteratorGetNext'
     (case-insensitive; xprof/utils/event_span.cc ClassifyCpuEvent, mirrored by xlens's
-    crates/analysis/src/base/step_db.rs classify_cpu). That is the TensorFlow tf.data op name;
+    crates/analysis/src/base/steps/step_db.rs classify_cpu). That is the TensorFlow tf.data op name;
     JAX has no input op of its own, but a TraceAnnotation of that name is an ordinary host
     TraceMe, nested in the step marker on the same thread, so it is grouped into the step and
     classified as input. (A nested 'slow_loader' annotation keeps a descriptive name; the parent's

@@ -239,8 +239,8 @@ fn summary(file: &std::path::Path) -> String {
                 .unwrap_or((0, String::new()));
             let ops = match r.top_ops_source {
                 _ if r.op_count == 0 => "no ops".to_string(),
-                Some(xlens_analysis::base::ops::OpSource::DeviceXlaOps)
-                | Some(xlens_analysis::base::ops::OpSource::HostXlaOps) => {
+                Some(xlens_analysis::base::ops::events::OpSource::DeviceXlaOps)
+                | Some(xlens_analysis::base::ops::events::OpSource::HostXlaOps) => {
                     format!("{} XLA ops", r.op_count)
                 }
                 Some(s) => format!("{} ops ({s:?})", r.op_count),

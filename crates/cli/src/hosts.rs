@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 use xlens_analysis::base::context::{Analysis, SharedHlo};
 use xlens_analysis::base::fmt::{fmt_ps, short_name, NAME_WIDTH};
-use xlens_analysis::base::summary::{HostSummary, SharedText, SUMMARY_VERSION};
+use xlens_analysis::base::hosts::summary::{HostSummary, SharedText, SUMMARY_VERSION};
 use xlens_store::{HostFile, Session};
 
 /// Sessions whose files were written within this many seconds of each other may be one
@@ -475,7 +475,7 @@ fn ms(ps: i64) -> String {
 }
 
 /// `xlens hosts` as text: every host's row (none left out), the 20 largest ops and categories.
-pub fn render_text(r: &xlens_analysis::base::summary::HostsReport) -> String {
+pub fn render_text(r: &xlens_analysis::base::hosts::summary::HostsReport) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     let _ = writeln!(

@@ -843,7 +843,7 @@ fn hosts_command(
             .filter(|t| t.source == hosts::Source::Decoded)
             .count(),
     );
-    let groups = xlens_analysis::base::summary::group_sessions(&summaries);
+    let groups = xlens_analysis::base::hosts::summary::group_sessions(&summaries);
     if let Some(g) = groups.iter().find(|g| g.sessions.contains(&chosen_name)) {
         let keep: Vec<bool> = summaries
             .iter()
@@ -895,7 +895,7 @@ fn hosts_command(
     // The figures the memory bound is stated in (peak RSS under twice the largest host file
     // plus the summaries, with one host decoded at a time).
     let largest = summaries.iter().map(|s| s.file_bytes).max().unwrap_or(0);
-    let held = xlens_analysis::base::summary::heap_bytes_of_all(&summaries);
+    let held = xlens_analysis::base::hosts::summary::heap_bytes_of_all(&summaries);
     eprintln!(
         "xlens: largest host file {:.1} MB; the summaries hold {:.1} MB",
         largest as f64 / 1e6,
@@ -924,7 +924,7 @@ fn hosts_command(
             eprintln!("xlens: wrote {n} Parquet file(s) under {out}");
         }
     }
-    let report = xlens_analysis::base::summary::hosts_report(&summaries);
+    let report = xlens_analysis::base::hosts::summary::hosts_report(&summaries);
     if json {
         // Compact: a pod's host × step matrices are millions of numbers.
         let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

@@ -3,7 +3,7 @@
 //! together as one run, named `A + B`, ahead of its members.
 //!
 //! Sessions are matched as `xlens report` matches them
-//! ([`xlens_analysis::base::summary::group_windows`]): their profile windows on the hosts' wall
+//! ([`xlens_analysis::base::hosts::summary::group_windows`]): their profile windows on the hosts' wall
 //! clocks overlap and they share no host name. Finding the windows means reading the profiles,
 //! so only sessions that could match are read: sessions named by their capture time as the
 //! profilers name them (`YYYY_MM_DD_HH_MM_SS`, UTC) within [`SAME_CAPTURE_S`] of each other, of
@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use xlens_analysis::base::summary::{group_windows, HostWindow};
+use xlens_analysis::base::hosts::summary::{group_windows, HostWindow};
 use xlens_store::Session;
 
 use crate::cache::ProfileCache;

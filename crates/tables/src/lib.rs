@@ -18,10 +18,10 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use xlens_analysis::base::step_db::{StepModel, StepRow, N_CATEGORIES};
-use xlens_analysis::base::summary::{
+use xlens_analysis::base::hosts::summary::{
     HostSummary, ModuleSummary, OpSummary, SharedText, SUMMARY_VERSION,
 };
+use xlens_analysis::base::steps::step_db::{StepModel, StepRow, N_CATEGORIES};
 
 /// The tables, in the order [`to_parquet`] returns them.
 pub const TABLES: [&str; 6] = [

@@ -7,7 +7,7 @@
 //! 2. **collective-bound** when exposed collective communication is at least
 //!    [`COLLECTIVE_PCT`]%: for PyTorch traces, the time communication kernels run while no
 //!    computation kernel does (HTA's kernel types); for CPU-only XSpace profiles (XLA ops on
-//!    host threads), the time a collective XLA op ([`crate::base::hlo::COLLECTIVE_OPCODES`], by
+//!    host threads), the time a collective XLA op ([`crate::base::hlo::modules::COLLECTIVE_OPCODES`], by
 //!    its HLO opcode) runs while no other XLA op does; for other XSpace profiles, the
 //!    breakdown's `device_collectives` category (NCCL kernels in the step).
 //! 3. **host-bound** (launch or Python overhead) when the device is busy less than
@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::base::context::Analysis;
 use crate::base::device::DeviceKind;
-use crate::base::step_db::{Category, StepRow};
+use crate::base::steps::step_db::{Category, StepRow};
 
 /// Input share from which a host is input-bound (XProf calls 20% "highly input-bound").
 pub const INPUT_PCT: f64 = 20.0;
@@ -50,7 +50,7 @@ struct Roles {
 }
 
 impl Roles {
-    fn of(db: &crate::base::step_db::StepDb) -> Roles {
+    fn of(db: &crate::base::steps::step_db::StepDb) -> Roles {
         if db.torch.is_some() {
             Roles {
                 categories: db.categories(),
@@ -334,16 +334,16 @@ fn cpu_busy_by_step(a: &Analysis) -> Option<std::collections::HashMap<i64, i64>>
 
 /// Collective and other XLA ops of a CPU-only profile (the XLA ops run on host threads), as
 /// two unions of intervals; `None` when its HLO has no collective instruction
-/// ([`crate::base::hlo::COLLECTIVE_OPCODES`]) that ran.
+/// ([`crate::base::hlo::modules::COLLECTIVE_OPCODES`]) that ran.
 type Intervals = Vec<(i64, i64)>;
 fn cpu_collectives(a: &Analysis) -> Option<(Intervals, Intervals)> {
     let p = a.profile();
-    let sets = crate::base::hlo::collective_instructions(p);
+    let sets = crate::base::hlo::modules::collective_instructions(p);
     if sets.is_empty() {
         return None;
     }
-    let (source, lines) = crate::base::ops::op_lines(p);
-    if source != Some(crate::base::ops::OpSource::HostXlaOps) {
+    let (source, lines) = crate::base::ops::events::op_lines(p);
+    if source != Some(crate::base::ops::events::OpSource::HostXlaOps) {
         return None;
     }
     let kh = p.key("hlo_op")?;
@@ -359,8 +359,8 @@ fn cpu_collectives(a: &Analysis) -> Option<(Intervals, Intervals)> {
             let Some(md) = plane.event_metadata.get(ev.meta(i) as usize) else {
                 continue;
             };
-            let name = p.str(crate::base::ops::op_name(p, md));
-            let pid = crate::base::step_ops::program_id(kp, st, md);
+            let name = p.str(crate::base::ops::events::op_name(p, md));
+            let pid = crate::base::steps::step_ops::program_id(kp, st, md);
             let collective = sets.iter().any(|(id, set)| {
                 (pid.is_none() || id.is_none() || *id == pid) && set.contains(name)
             });
@@ -375,7 +375,10 @@ fn cpu_collectives(a: &Analysis) -> Option<(Intervals, Intervals)> {
     if comm.is_empty() {
         return None;
     }
-    Some((crate::base::hta::union(comm), crate::base::hta::union(comp)))
+    Some((
+        crate::base::pytorch::hta::union(comm),
+        crate::base::pytorch::hta::union(comp),
+    ))
 }
 
 /// Time in `[lo, hi)` when a collective runs and no other op does.
@@ -387,7 +390,8 @@ fn exposed_in(comm: &[(i64, i64)], comp: &[(i64, i64)], lo: i64, hi: i64) -> i64
             .collect()
     };
     let (comm, comp) = (clip(comm), clip(comp));
-    crate::base::hta::total(&comm).saturating_sub(crate::base::hta::overlap(&comm, &comp))
+    crate::base::pytorch::hta::total(&comm)
+        .saturating_sub(crate::base::pytorch::hta::overlap(&comm, &comp))
 }
 
 /// Each step classified, consecutive equal verdicts merged.
@@ -496,9 +500,13 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
         let p = a.profile();
         let (mut comm, mut comp) = (Vec::new(), Vec::new());
         for e in hta.gpu() {
-            match crate::base::hta::kernel_type(p.str(e.name)) {
-                crate::base::hta::KernelType::Communication => comm.push((e.start_ps, e.end_ps)),
-                crate::base::hta::KernelType::Computation => comp.push((e.start_ps, e.end_ps)),
+            match crate::base::pytorch::hta::kernel_type(p.str(e.name)) {
+                crate::base::pytorch::hta::KernelType::Communication => {
+                    comm.push((e.start_ps, e.end_ps))
+                }
+                crate::base::pytorch::hta::KernelType::Computation => {
+                    comp.push((e.start_ps, e.end_ps))
+                }
                 _ => {}
             }
         }
@@ -515,9 +523,12 @@ pub fn advise(a: &Analysis) -> Option<Advice> {
             clip(&mut comm);
             clip(&mut comp);
         }
-        let (comm, comp) = (crate::base::hta::union(comm), crate::base::hta::union(comp));
-        let exposed =
-            crate::base::hta::total(&comm).saturating_sub(crate::base::hta::overlap(&comm, &comp));
+        let (comm, comp) = (
+            crate::base::pytorch::hta::union(comm),
+            crate::base::pytorch::hta::union(comp),
+        );
+        let exposed = crate::base::pytorch::hta::total(&comm)
+            .saturating_sub(crate::base::pytorch::hta::overlap(&comm, &comp));
         pct(exposed, whole)
     } else if let Some((comm, comp)) = &cpu_coll {
         // CPU-only: collective XLA ops on host threads while no other XLA op runs.

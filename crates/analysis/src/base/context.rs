@@ -11,21 +11,21 @@ use std::sync::{Arc, Mutex, OnceLock};
 use xlens_model::Profile;
 use xlens_store::{HostFile, Session};
 
-use crate::base::allocators::MemoryProfile;
-use crate::base::cost_model::{module_costs, ModuleCosts};
 use crate::base::device::{device_info, DeviceInfo};
-use crate::base::headroom::{memory_headroom, Headroom};
-use crate::base::heap::{module_memories, ModuleMemory};
-use crate::base::hlo::{hlo_index, HloIndex};
-use crate::base::hlo_ops::{host_ops_with, Detail, HostOps, OpTableInputs};
-use crate::base::memory::memory_profile;
-use crate::base::op_metrics::OpMetricsJob;
-use crate::base::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMetricsDb};
-use crate::base::ops::{op_times, OpTimes};
+use crate::base::hlo::cost_model::{module_costs, ModuleCosts};
+use crate::base::hlo::hlo_ops::{host_ops_with, Detail, HostOps, OpTableInputs};
+use crate::base::hlo::modules::{hlo_index, HloIndex};
+use crate::base::memory::allocators::MemoryProfile;
+use crate::base::memory::headroom::{memory_headroom, Headroom};
+use crate::base::memory::heap::{module_memories, ModuleMemory};
+use crate::base::memory::profile::memory_profile;
+use crate::base::ops::events::{op_times, OpTimes};
+use crate::base::ops::op_metrics::OpMetricsJob;
+use crate::base::ops::op_metrics::{host_framework_ops, op_metrics, FrameworkOp, OpMetricsDb};
 use crate::base::peaks::{peak_spec, UserPeaks};
-use crate::base::step_db::{step_db_prepare, StepDb};
-use crate::base::step_ops::{bin_steps, step_totals, StepBins, StepTotals};
-use crate::base::steps::{find_steps, Steps};
+use crate::base::steps::annotations::{find_steps, Steps};
+use crate::base::steps::step_db::{step_db_prepare, StepDb};
+use crate::base::steps::step_ops::{bin_steps, step_totals, StepBins, StepTotals};
 use crate::base::trace::TraceIndex;
 
 /// Host framework ops and the self time they cover.
@@ -136,7 +136,7 @@ pub struct Analysis {
     device: OnceLock<DeviceInfo>,
     op_metrics: OnceLock<Arc<OpMetricsDb>>,
     step_db: OnceLock<Arc<StepDb>>,
-    hta: OnceLock<Arc<crate::base::hta::HtaTrace>>,
+    hta: OnceLock<Arc<crate::base::pytorch::hta::HtaTrace>>,
     host_framework_ops: OnceLock<Arc<HostFrameworkOps>>,
     hlo: OnceLock<Arc<HloIndex>>,
     /// The cost model's figures per HLO module of `hlo`, each computed once when asked for.
@@ -152,7 +152,7 @@ pub struct Analysis {
     op_times: OnceLock<Arc<OpTimes>>,
     allocators: OnceLock<Arc<MemoryProfile>>,
     headroom: OnceLock<Option<Headroom>>,
-    torch_views: OnceLock<Option<Arc<crate::base::torch_views::TorchViews>>>,
+    torch_views: OnceLock<Option<Arc<crate::base::pytorch::torch_views::TorchViews>>>,
 }
 
 impl Analysis {
@@ -192,24 +192,24 @@ impl Analysis {
         self.device.get_or_init(|| device_info(&self.profile))
     }
 
-    /// Time, FLOPs and bytes per op ([`crate::base::op_metrics`]).
+    /// Time, FLOPs and bytes per op ([`crate::base::ops::op_metrics`]).
     pub fn op_metrics(&self) -> Arc<OpMetricsDb> {
         self.op_metrics
             .get_or_init(|| Arc::new(op_metrics(&self.profile)))
             .clone()
     }
 
-    /// Steps, their grouping and per-step breakdown ([`crate::base::step_db`]).
+    /// Steps, their grouping and per-step breakdown ([`crate::base::steps::step_db`]).
     pub fn step_db(&self) -> Arc<StepDb> {
         self.step_db
             .get_or_init(|| Arc::new(step_db_prepare(&self.profile).finish()))
             .clone()
     }
 
-    /// The events as HTA loads them ([`crate::base::hta::hta_trace`]; empty for XSpace files).
-    pub fn hta(&self) -> Arc<crate::base::hta::HtaTrace> {
+    /// The events as HTA loads them ([`crate::base::pytorch::hta::hta_trace`]; empty for XSpace files).
+    pub fn hta(&self) -> Arc<crate::base::pytorch::hta::HtaTrace> {
         self.hta
-            .get_or_init(|| Arc::new(crate::base::hta::hta_trace(&self.profile)))
+            .get_or_init(|| Arc::new(crate::base::pytorch::hta::hta_trace(&self.profile)))
             .clone()
     }
 
@@ -270,7 +270,7 @@ impl Analysis {
         (self.step_db(), self.op_metrics())
     }
 
-    /// The HLO modules the profile carries ([`crate::base::hlo`]).
+    /// The HLO modules the profile carries ([`crate::base::hlo::modules`]).
     pub fn hlo(&self) -> Arc<HloIndex> {
         self.hlo
             .get_or_init(|| Arc::new(hlo_index(&self.profile)))
@@ -301,7 +301,7 @@ impl Analysis {
         if self.hlo.get().is_some() || self.module_costs.get().is_some() {
             return false;
         }
-        let protos = crate::base::hlo::hlo_protos(&self.profile);
+        let protos = crate::base::hlo::modules::hlo_protos(&self.profile);
         if protos.is_empty() {
             return false;
         }
@@ -334,7 +334,7 @@ impl Analysis {
             .get_or_init(|| Arc::new(hlo.modules.iter().map(|_| OnceLock::new()).collect()))
             .clone();
         *held = Some(HloDerived {
-            protos: crate::base::hlo::hlo_protos(&self.profile)
+            protos: crate::base::hlo::modules::hlo_protos(&self.profile)
                 .into_iter()
                 .map(|(n, id, b)| (n.to_string(), id, b.to_vec()))
                 .collect(),
@@ -344,7 +344,7 @@ impl Analysis {
         });
     }
 
-    /// The op table against `user`'s peaks ([`crate::base::hlo_ops`]).
+    /// The op table against `user`'s peaks ([`crate::base::hlo::hlo_ops`]).
     pub fn hlo_ops(&self, user: UserPeaks) -> Arc<HostOps> {
         self.hlo_ops
             .get(user.into(), || self.op_table(user, Detail::Full))
@@ -368,7 +368,7 @@ impl Analysis {
         )
     }
 
-    /// Every HLO module's heap in `memory_space` ([`crate::base::heap::module_memories`]).
+    /// Every HLO module's heap in `memory_space` ([`crate::base::memory::heap::module_memories`]).
     pub fn module_memories(&self, memory_space: i64) -> Arc<Vec<Result<ModuleMemory, String>>> {
         self.module_memories
             .get(memory_space, || module_memories(&self.hlo(), memory_space))
@@ -381,7 +381,7 @@ impl Analysis {
             .clone()
     }
 
-    /// The op events of each step (`None` without steps; [`crate::base::step_ops`]).
+    /// The op events of each step (`None` without steps; [`crate::base::steps::step_ops`]).
     pub fn step_ops(&self) -> Option<Arc<StepBins>> {
         self.step_ops
             .get_or_init(|| bin_steps(&self.profile, &self.steps()).map(Arc::new))
@@ -389,13 +389,13 @@ impl Analysis {
     }
 
     /// Per step, the op events starting in it with their FLOPs and bytes from the op table
-    /// against `user`'s peaks ([`crate::base::step_ops::step_totals`]; `None` without steps).
+    /// against `user`'s peaks ([`crate::base::steps::step_ops::step_totals`]; `None` without steps).
     pub fn step_totals(&self, user: UserPeaks) -> Arc<Option<Vec<StepTotals>>> {
         self.step_totals.get(user.into(), || {
             let bins = self.step_ops()?;
             let table = self.hlo_ops(user);
             // The roofline's op order: self time, then name.
-            let mut ops: Vec<&crate::base::hlo_ops::OpRow> = table.ops.iter().collect();
+            let mut ops: Vec<&crate::base::hlo::hlo_ops::OpRow> = table.ops.iter().collect();
             ops.sort_by(|a, b| {
                 b.self_time_ps
                     .cmp(&a.self_time_ps)
@@ -411,14 +411,14 @@ impl Analysis {
     /// XLA ops on TPU take the op metrics' (XProf's device op times, which `hlo_stats` and
     /// `op_profile` list).
     pub fn op_times(&self) -> Arc<OpTimes> {
-        use crate::base::ops::{OpSource, OpTime};
+        use crate::base::ops::events::{OpSource, OpTime};
         self.op_times
             .get_or_init(|| {
                 let t = op_times(&self.profile);
                 match t.source {
                     Some(OpSource::HostFrameworkOps) => {
                         let fw = self.host_framework_ops();
-                        Arc::new(crate::base::op_metrics::framework_op_times(&fw.0))
+                        Arc::new(crate::base::ops::op_metrics::framework_op_times(&fw.0))
                     }
                     Some(OpSource::DeviceXlaOps) => {
                         let om = self.op_metrics();
@@ -442,7 +442,7 @@ impl Analysis {
             .clone()
     }
 
-    /// The allocator timeline ([`crate::base::allocators`]).
+    /// The allocator timeline ([`crate::base::memory::allocators`]).
     pub fn allocators(&self) -> Arc<MemoryProfile> {
         self.allocators
             .get_or_init(|| Arc::new(memory_profile(&self.profile)))
@@ -463,11 +463,13 @@ impl Analysis {
         self.hta();
     }
 
-    /// A PyTorch trace's operator and kernel views ([`crate::base::torch_views`]); `None` for
+    /// A PyTorch trace's operator and kernel views ([`crate::base::pytorch::torch_views`]); `None` for
     /// other profiles.
-    pub fn torch_views(&self) -> Option<Arc<crate::base::torch_views::TorchViews>> {
+    pub fn torch_views(&self) -> Option<Arc<crate::base::pytorch::torch_views::TorchViews>> {
         self.torch_views
-            .get_or_init(|| crate::base::torch_views::torch_views(&self.profile).map(Arc::new))
+            .get_or_init(|| {
+                crate::base::pytorch::torch_views::torch_views(&self.profile).map(Arc::new)
+            })
             .clone()
     }
 
@@ -476,7 +478,7 @@ impl Analysis {
         self.headroom
             .get_or_init(|| {
                 memory_headroom(&self.profile, &self.allocators(), || {
-                    crate::base::heap::memory_viewer_from(
+                    crate::base::memory::heap::memory_viewer_from(
                         &self.hlo(),
                         &self.module_memories(0),
                         None,
@@ -512,7 +514,7 @@ pub struct Run {
     pub hosts: Vec<HostContext>,
     trace: OnceLock<Result<Arc<TraceIndex>, String>>,
     warming: std::sync::atomic::AtomicBool,
-    /// Align the hosts' clocks on their step ends in the trace ([`crate::base::align`]); on
+    /// Align the hosts' clocks on their step ends in the trace ([`crate::base::hosts::align`]); on
     /// unless [`Run::set_align`] turns it off before the trace is first built.
     no_align: std::sync::atomic::AtomicBool,
 }
@@ -615,7 +617,7 @@ impl Run {
                                 .map(|r| (r.name.clone(), r.begin_ps.saturating_add(r.duration_ps)))
                                 .collect(),
                         );
-                        colls.push(crate::base::align::collective_ends(
+                        colls.push(crate::base::hosts::align::collective_ends(
                             &a.profile,
                             &db.steps_all,
                         ));

@@ -86,7 +86,7 @@ pub enum Reads {
     /// host-side operator and Python slices or launch flow arrows
     /// ([`xlens_chrome::GPU_ACTIVITY`]); other formats are read whole.
     GpuActivity,
-    /// A host's summary ([`crate::base::summary::HostSummary`]): XSpace profiles without the
+    /// A host's summary ([`crate::base::hosts::summary::HostSummary`]): XSpace profiles without the
     /// event stats no summary reads ([`SUMMARY_UNUSED_STATS`]); other formats are read whole.
     Summary,
 }

@@ -151,9 +151,9 @@ pub struct TraceIndex {
     /// Flow endpoints by id, built on first use (see [`TraceIndex::flows_of`]).
     flows: std::sync::OnceLock<FlowIndex>,
     /// Steps per host, built on first use.
-    steps: std::sync::OnceLock<Vec<crate::base::steps::Steps>>,
+    steps: std::sync::OnceLock<Vec<crate::base::steps::annotations::Steps>>,
     /// How each host was placed on the common axis (several hosts only).
-    pub clocks: Vec<crate::base::align::HostClock>,
+    pub clocks: Vec<crate::base::hosts::align::HostClock>,
 }
 
 /// A counter: values over time, drawn as a line chart under its group.
@@ -375,7 +375,7 @@ fn line_rank(name: &str) -> u8 {
     }
 }
 
-/// Per host, named ends on its own clock ([`crate::base::align`]).
+/// Per host, named ends on its own clock ([`crate::base::hosts::align`]).
 pub type HostEnds = Vec<Vec<(String, i64)>>;
 
 impl TraceIndex {
@@ -385,8 +385,8 @@ impl TraceIndex {
     }
 
     /// [`TraceIndex::build`], the hosts' clocks aligned on the ends they share when `ends` is
-    /// given ([`crate::base::align`]): per host, its step ends (step name, end on the host's
-    /// own axis), and per host its collective ends ([`crate::base::align::collective_ends`]).
+    /// given ([`crate::base::hosts::align`]): per host, its step ends (step name, end on the host's
+    /// own axis), and per host its collective ends ([`crate::base::hosts::align::collective_ends`]).
     pub fn build_aligned(
         hosts: Vec<(String, Arc<Profile>)>,
         ends: Option<(HostEnds, HostEnds)>,
@@ -419,9 +419,9 @@ impl TraceIndex {
             let raw: Vec<i64> = hosts.iter().map(|h| h.offset_ps).collect();
             match &ends {
                 Some((steps, colls)) if steps.len() == hosts.len() => {
-                    crate::base::align::align(&names, &raw, steps, colls)
+                    crate::base::hosts::align::align(&names, &raw, steps, colls)
                 }
-                _ => crate::base::align::align::<&str, &str>(
+                _ => crate::base::hosts::align::align::<&str, &str>(
                     &names,
                     &raw,
                     &vec![Vec::new(); hosts.len()],
@@ -800,7 +800,7 @@ impl TraceIndex {
                     dur_ps: oline.events.dur(i),
                     name: oplane
                         .metadata_of(oline, i)
-                        .map(|m| op.str(crate::base::ops::op_name(op, m)).to_string())
+                        .map(|m| op.str(crate::base::ops::events::op_name(op, m)).to_string())
                         .unwrap_or_default(),
                 });
             }
@@ -841,7 +841,7 @@ impl TraceIndex {
         let steps = self.steps.get_or_init(|| {
             self.hosts
                 .iter()
-                .map(|h| crate::base::steps::find_steps(&h.profile))
+                .map(|h| crate::base::steps::annotations::find_steps(&h.profile))
                 .collect()
         });
         let st = steps.get(host as usize)?;
@@ -897,7 +897,7 @@ impl TraceIndex {
             host: self.hosts[t.host as usize].name.clone(),
             plane: p.str(plane.name).to_string(),
             line: t.name.clone(),
-            name: p.str(crate::base::ops::op_name(p, md)).to_string(),
+            name: p.str(crate::base::ops::events::op_name(p, md)).to_string(),
             long_name: p.str(md.name).to_string(),
             display_name: p.str(md.display_name).to_string(),
             start_ps: s + off,
@@ -955,7 +955,7 @@ impl TraceIndex {
                             start_ps: ev.start(i) + off,
                             dur_ps: ev.dur(i),
                             name: md
-                                .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
+                                .map(|m| p.str(crate::base::ops::events::op_name(p, m)).to_string())
                                 .unwrap_or_default(),
                         });
                     }
@@ -995,7 +995,7 @@ impl TraceIndex {
                 count += 1;
                 let name = plane
                     .metadata_of(line, i)
-                    .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
+                    .map(|m| p.str(crate::base::ops::events::op_name(p, m)).to_string())
                     .unwrap_or_default();
                 let a = agg.entry(name).or_default();
                 a.0 += 1;
@@ -1164,7 +1164,7 @@ impl TraceIndex {
                 written += 1;
                 let name = plane
                     .metadata_of(line, i)
-                    .map(|m| p.str(crate::base::ops::op_name(p, m)))
+                    .map(|m| p.str(crate::base::ops::events::op_name(p, m)))
                     .unwrap_or("");
                 sep(out);
                 let _ = write!(
@@ -1353,7 +1353,7 @@ impl NameTable {
         }
         let name = plane
             .metadata_of(line, i)
-            .map(|m| p.str(crate::base::ops::op_name(p, m)).to_string())
+            .map(|m| p.str(crate::base::ops::events::op_name(p, m)).to_string())
             .unwrap_or_default();
         let id = self.names.len() as u32;
         self.names.push(name);
@@ -1428,7 +1428,7 @@ pub struct Viewport {
     pub counters: Vec<CounterOut>,
     /// How each host was placed on the common axis (several hosts only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub clocks: Vec<crate::base::align::HostClock>,
+    pub clocks: Vec<crate::base::hosts::align::HostClock>,
 }
 
 /// A counter's points in one window.

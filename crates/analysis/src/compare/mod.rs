@@ -400,7 +400,7 @@ pub fn diff(base_path: &str, base: &Run, new_path: &str, new: &Run, scope: OpsSc
         sum.into_iter().map(|s| (s / n) as i64).collect()
     };
     let (bb, bn) = (mean_breakdown(&ob, &ib), mean_breakdown(&on, &inew));
-    let mut columns: Vec<&crate::base::step_db::Category> = ob.categories.iter().collect();
+    let mut columns: Vec<&crate::base::steps::step_db::Category> = ob.categories.iter().collect();
     for c in on.categories {
         if !columns.iter().any(|x| x.id == c.id) {
             columns.push(c);

@@ -3,7 +3,7 @@
 //! * **XSpace** (XLA): the device ops of the op metrics (or the XLA ops run on host threads of a
 //!   CPU profile), self time. The numbers in HLO names differ between two compilations of one
 //!   program, so an op is matched first by its structural fingerprint
-//!   ([`crate::base::fingerprint`]: module, opcode, shapes, attributes, fused computations) when
+//!   ([`crate::base::hlo::fingerprint`]: module, opcode, shapes, attributes, fused computations) when
 //!   both runs have an op with it (`fusion.12` in BASE and `fusion.15` in NEW are one row), and
 //!   otherwise by module and HLO op name with numeric suffixes removed on both (`fusion.12` in
 //!   `jit_step.3` is `jit_step/fusion`; the unmatched ops of one base name are summed), so an
@@ -124,7 +124,7 @@ pub fn torch_ops(a: &Analysis, scope: OpsScope) -> Option<BTreeMap<String, OpSum
     let p = a.profile();
     let instant = p.strings.find("cpu_instant_event");
     // (start, dur, name, stream, correlation)
-    let evs: Vec<(i64, i64, &str, i64, i64)> = crate::base::hta::categorized_events(p)
+    let evs: Vec<(i64, i64, &str, i64, i64)> = crate::base::pytorch::hta::categorized_events(p)
         .into_iter()
         .filter(|e| Some(e.3) != instant)
         .map(|(start, dur, name, _, stream, corr)| (start, dur, p.str(name), stream, corr))
@@ -188,7 +188,7 @@ struct XlaOp {
     /// Module name without its numeric suffix.
     module: String,
     name: String,
-    /// Structural fingerprint ([`crate::base::fingerprint`]) when its HLO is in the profile.
+    /// Structural fingerprint ([`crate::base::hlo::fingerprint`]) when its HLO is in the profile.
     fingerprint: Option<u64>,
     count: u64,
     ps: i64,
@@ -216,10 +216,10 @@ fn host_ops(a: &Analysis, scope: OpsScope) -> HostOps {
     let om = a.op_metrics();
     // TensorFlow ops without XLA are no XLA ops: the framework ops' diff matches them, with
     // XProf's self time.
-    if om.source == Some(crate::base::ops::OpSource::HostFrameworkOps) {
+    if om.source == Some(crate::base::ops::events::OpSource::HostFrameworkOps) {
         return HostOps::Xla(Vec::new());
     }
-    let fps = crate::base::fingerprint::Fingerprints::of(a.profile());
+    let fps = crate::base::hlo::fingerprint::Fingerprints::of(a.profile());
     HostOps::Xla(
         om.ops
             .iter()

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::hta::{kernel_type, overlap, total, union, KernelType};
+use crate::base::pytorch::hta::{kernel_type, overlap, total, union, KernelType};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One rank's overlap.

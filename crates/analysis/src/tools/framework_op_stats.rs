@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::base::context::{Analysis, Run};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
-use crate::base::op_metrics::{device_framework_ops, FrameworkOp};
+use crate::base::ops::op_metrics::{device_framework_ops, FrameworkOp};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameworkOpRow {
@@ -43,8 +43,8 @@ pub fn framework_op_stats(a: &Analysis) -> FrameworkOpStats {
     let dev = device_framework_ops(&db);
     let has_device = matches!(
         db.source,
-        Some(crate::base::ops::OpSource::DeviceXlaOps)
-            | Some(crate::base::ops::OpSource::GpuStreams)
+        Some(crate::base::ops::events::OpSource::DeviceXlaOps)
+            | Some(crate::base::ops::events::OpSource::GpuStreams)
     );
     let mut notes = vec![
         "Host ops: TF `name:Type`, tf.data `Iterator::...` and `MemcpyHToD`-style events on host threads; self time excludes framework ops nested in them. IDLE: per thread (or device), first op start to last op end not covered by op self time; on host threads, instant events tagged with a `tf_op` stat (memory allocations) also bound the span, as in XProf.".to_string(),

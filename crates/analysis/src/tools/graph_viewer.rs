@@ -14,9 +14,9 @@ use std::fmt::Write;
 use xlens_proto::xla::{HloComputationProto, HloInstructionProto};
 
 use crate::base::context::{Analysis, Run};
-use crate::base::cost_model::CostModel;
 use crate::base::fmt::esc;
-use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::base::hlo::cost_model::CostModel;
+use crate::base::hlo::modules::{shape_text, shape_text_no_layout, HloIndex, HloModule};
 use crate::base::peaks::UserPeaks;
 use crate::base::tool::{Tool, ToolError};
 

@@ -5,7 +5,7 @@
 //! `source_stack` (older XProf) and xlens's own extras (`flops`, `bytes_accessed`,
 //! `flops_utilization`, `hbm_utilization`, `cost_source`).
 //!
-//! Built on the op rows of [`crate::base::hlo_ops`], so its figures are the op profile's: XLA's FLOPs
+//! Built on the op rows of [`crate::base::hlo::hlo_ops`], so its figures are the op profile's: XLA's FLOPs
 //! and bytes where the profile has them, else the cost model (CPU-only profiles, where XProf's
 //! `hlo_stats` is empty).
 
@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::base::context::{Analysis, Run};
 use crate::base::fmt::csv_field;
-use crate::base::hlo_ops::CostSource;
-use crate::base::hlo_ops::OpRow;
+use crate::base::hlo::hlo_ops::CostSource;
+use crate::base::hlo::hlo_ops::OpRow;
 use crate::base::peaks::{PeakParams, PeakSpec, UserPeaks};
 use crate::base::tool::{Tool, ToolError};
 
@@ -127,7 +127,7 @@ pub struct HloStatsReport {
     /// Two hosts or more: each op's total time (µs) over the hosts, with its per-host min, mean
     /// and max.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub all_hosts: Option<crate::base::hosts::OpsAcrossHosts>,
+    pub all_hosts: Option<crate::base::hosts::across::OpsAcrossHosts>,
 }
 
 /// The HLO op stats of one host.
@@ -232,7 +232,7 @@ pub fn report(run: &Run, user: UserPeaks) -> HloStatsReport {
             notes: Vec::new(),
         },
     );
-    let all_hosts = crate::base::hosts::ops_across_hosts(
+    let all_hosts = crate::base::hosts::across::ops_across_hosts(
         hosts.iter().filter(|h| h.error.is_none()).flat_map(|h| {
             h.rows.iter().map(move |r| {
                 (

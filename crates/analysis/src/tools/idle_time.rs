@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::hta::is_gpu_kernel;
+use crate::base::pytorch::hta::is_gpu_kernel;
 use crate::base::tool::{PerHost, Tool, ToolError};
 
 /// The idle time breakdown's parameters.

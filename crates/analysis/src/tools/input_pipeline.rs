@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::input_marks::{input_verdict, is_input_annotation};
+use crate::base::steps::input_marks::{input_verdict, is_input_annotation};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 #[derive(Debug, Clone, Serialize)]

@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::hta::{kernel_type, union, KernelType};
+use crate::base::pytorch::hta::{kernel_type, union, KernelType};
 use crate::base::tool::{PerHost, Tool, ToolError};
 
 /// The kernel breakdown's parameters (HTA's, with the same defaults except memory kernels,

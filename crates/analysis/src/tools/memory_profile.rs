@@ -1,11 +1,11 @@
-//! Memory profile tool: the allocator timeline of every host ([`crate::base::allocators`]):
+//! Memory profile tool: the allocator timeline of every host ([`crate::base::memory::allocators`]):
 //! heap allocated, reserved, free and fragmentation per allocator, the peak and what is live there.
 
 use serde::Serialize;
 
-use crate::base::allocators::*;
 use crate::base::context::{HostContext, Run};
 use crate::base::fmt::fmt_bytes;
+use crate::base::memory::allocators::*;
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 /// The memory profile of every host of the given sessions.

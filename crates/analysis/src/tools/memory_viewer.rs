@@ -1,12 +1,12 @@
 //! Memory viewer tool: per host, every HLO module's peak heap from XLA's buffer assignment,
-//! the selected module in detail ([`crate::base::heap`]), and the headroom against the device's
-//! memory ([`crate::base::headroom`]).
+//! the selected module in detail ([`crate::base::memory::heap`]), and the headroom against the device's
+//! memory ([`crate::base::memory::headroom`]).
 
 use serde::Serialize;
 use xlens_model::Profile;
 
 use crate::base::context::{Analysis, HostContext, Run};
-use crate::base::heap::*;
+use crate::base::memory::heap::*;
 use crate::base::tool::{Tool, ToolError};
 
 /// The memory viewer of one profile: every module's peak, and `module` (or the only module) in
@@ -25,7 +25,10 @@ pub fn memory_viewer(a: &Analysis, module: Option<&str>, memory_space: i64) -> M
 }
 
 /// The headroom of the selected module (else the largest one) on the device the profile states.
-fn viewer_headroom(p: &Profile, v: &MemoryViewer) -> Option<crate::base::headroom::Headroom> {
+fn viewer_headroom(
+    p: &Profile,
+    v: &MemoryViewer,
+) -> Option<crate::base::memory::headroom::Headroom> {
     let (peak, name) = match &v.selected {
         Some(s) => (s.peak_heap_bytes, &s.name),
         None => {
@@ -33,8 +36,8 @@ fn viewer_headroom(p: &Profile, v: &MemoryViewer) -> Option<crate::base::headroo
             (m.peak_heap_bytes, &m.name)
         }
     };
-    let (cap, src) = crate::base::headroom::device_memory_capacity(p, None)?;
-    crate::base::headroom::headroom_of(
+    let (cap, src) = crate::base::memory::headroom::device_memory_capacity(p, None)?;
+    crate::base::memory::headroom::headroom_of(
         peak,
         &format!("memory viewer: module {name} (XLA buffer assignment)"),
         cap,

@@ -9,7 +9,7 @@
 //!   time plus IDLE (as XProf's root).
 //! * **FLOPs and bytes**: XLA's own `flops` / `bytes_accessed` where the profile carries them
 //!   (TPU `XLA Ops` metadata, summed over occurrences), else xlens's cost model over the HLO
-//!   module ([`crate::base::cost_model`]) — XProf leaves op profile empty for CPU-only profiles; xlens
+//!   module ([`crate::base::hlo::cost_model`]) — XProf leaves op profile empty for CPU-only profiles; xlens
 //!   fills it from the XLA ops run on host threads. [`HostOpProfile::cost_source`] says which.
 //! * **HBM bytes**: the HBM part of the op's `memory_access_breakdown` when it has one, else all
 //!   bytes accessed (the rule XProf's `hlo_stats` and roofline use; XProf's op profile instead
@@ -24,8 +24,8 @@ use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
 use crate::base::device::DeviceKind;
-use crate::base::hlo_ops::*;
-use crate::base::ops::OpSource;
+use crate::base::hlo::hlo_ops::*;
+use crate::base::ops::events::OpSource;
 use crate::base::peaks::PeakParams;
 use crate::base::peaks::{PeakSpec, UserPeaks};
 use crate::base::tool::{Tool, ToolError};
@@ -106,8 +106,8 @@ pub struct OpProfileReport {
 /// The op profile's categories and ops across the hosts of a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpProfileAcrossHosts {
-    pub categories: crate::base::hosts::OpsAcrossHosts,
-    pub ops: crate::base::hosts::OpsAcrossHosts,
+    pub categories: crate::base::hosts::across::OpsAcrossHosts,
+    pub ops: crate::base::hosts::across::OpsAcrossHosts,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -141,7 +141,7 @@ fn node_metrics(
         hbm_utilization: hu,
         bound_by: bound,
         wasted_time_fraction: tf * (1.0 - fu.max(hu)),
-        over_peak: crate::base::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
+        over_peak: crate::base::hlo::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
         percent_of_op_time: None,
     }
 }
@@ -392,11 +392,11 @@ pub fn report(run: &Run, user: UserPeaks) -> OpProfileReport {
             .filter(|h| h.error.is_none())
             .flat_map(|h| h.ops.iter().map(move |o| (h.host.as_str(), o)))
     };
-    let categories = crate::base::hosts::categories_across_hosts(
+    let categories = crate::base::hosts::across::categories_across_hosts(
         rows().map(|(h, o)| (h, o.category.as_str(), o.total_time_ps as f64)),
         "total_time ps",
     );
-    let ops = crate::base::hosts::ops_across_hosts(
+    let ops = crate::base::hosts::across::ops_across_hosts(
         rows().map(|(h, o)| {
             (
                 h,

@@ -7,9 +7,9 @@ use crate::base::context::{Analysis, Run};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 use crate::base::device::DeviceInfo;
-use crate::base::op_metrics::OpMetric;
-use crate::base::ops::OpSource;
-use crate::base::step_db::{Category, StepRow, Summary, CATEGORIES};
+use crate::base::ops::events::OpSource;
+use crate::base::ops::op_metrics::OpMetric;
+use crate::base::steps::step_db::{Category, StepRow, Summary, CATEGORIES};
 
 pub const TOP_OPS: usize = 10;
 
@@ -103,7 +103,7 @@ pub struct Recommendation {
 pub struct HostOverview {
     pub host: String,
     pub error: Option<String>,
-    pub hardware: Option<crate::base::step_db::Hardware>,
+    pub hardware: Option<crate::base::steps::step_db::Hardware>,
     pub device: Option<DeviceInfo>,
     /// XProf-compatible steps (XProf drops the first and last when more than 5 remain).
     pub steps: StepTable,
@@ -112,7 +112,7 @@ pub struct HostOverview {
     pub steps_notes: Vec<String>,
     /// Busy share of each device (op self time / first-to-last op span), percent.
     pub device_duty_cycle_percent: Option<f64>,
-    pub devices: Vec<crate::base::op_metrics::DeviceTime>,
+    pub devices: Vec<crate::base::ops::op_metrics::DeviceTime>,
     pub placement: Placement,
     pub op_source: Option<&'static str>,
     pub total_flops: f64,
@@ -123,7 +123,7 @@ pub struct HostOverview {
     pub op_count: usize,
     pub recommendations: Vec<Recommendation>,
     /// Peak memory against the device's capacity, when the profile states the capacity.
-    pub memory_headroom: Option<crate::base::headroom::Headroom>,
+    pub memory_headroom: Option<crate::base::memory::headroom::Headroom>,
     /// What bounds the steps ([`crate::base::advice`]).
     pub advice: Option<crate::base::advice::Advice>,
     /// The breakdown's columns of this host's steps (`breakdown_ps[i]` is `categories[i]`).
@@ -142,10 +142,10 @@ pub struct TorchOverview {
     /// The breakdown's columns (the plugin's).
     pub categories: &'static [Category],
     /// Per GPU: utilization, estimated SM efficiency and achieved occupancy over the steps.
-    pub gpus: Vec<crate::base::torch_steps::TorchGpu>,
+    pub gpus: Vec<crate::base::pytorch::torch_steps::TorchGpu>,
     /// Per step: computation, communication, their overlap and the rest (the plugin's
     /// distributed view).
-    pub comm_overlap: Vec<crate::base::torch_steps::CommOverlap>,
+    pub comm_overlap: Vec<crate::base::pytorch::torch_steps::CommOverlap>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,7 +164,7 @@ pub struct Overview {
     /// With two hosts or more with steps: the hosts compared (per-host step statistics, host ×
     /// step matrices, stragglers).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub all_hosts: Option<crate::base::hosts::AllHosts>,
+    pub all_hosts: Option<crate::base::hosts::across::AllHosts>,
     /// With two hosts or more with advice: the run's verdict over its hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_advice: Option<crate::base::advice::RunAdvice>,
@@ -284,7 +284,7 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
         let other = pct(cat("other") as f64, total as f64);
         if db.torch.is_none() {
             // The input pipeline's verdict, word for word.
-            let (class, verdict) = crate::base::input_marks::input_verdict(
+            let (class, verdict) = crate::base::steps::input_marks::input_verdict(
                 steps.figures.count,
                 input,
                 other,
@@ -427,7 +427,7 @@ fn tensor_core_recommendation(rec: &mut Vec<Recommendation>, a: &Analysis) {
 /// the step, GPU utilization under 50%, and communication over 10%.
 fn torch_recommendations(
     rec: &mut Vec<Recommendation>,
-    t: Option<&crate::base::step_db::TorchFigures>,
+    t: Option<&crate::base::steps::step_db::TorchFigures>,
     cat: &dyn Fn(&str) -> i64,
     total: i64,
     steps: &StepTable,
@@ -516,11 +516,11 @@ pub fn overview(run: &Run) -> Overview {
     );
     let first_index = hosts.iter().position(|h| h.error.is_none());
     let first = first_index.and_then(|i| hosts.get(i));
-    let all_hosts = crate::base::hosts::compare_hosts(
+    let all_hosts = crate::base::hosts::across::compare_hosts(
         &hosts
             .iter()
             .filter(|h| h.error.is_none())
-            .map(|h| crate::base::hosts::HostSteps {
+            .map(|h| crate::base::hosts::across::HostSteps {
                 host: &h.host,
                 rows: &h.steps.rows,
             })

@@ -1,13 +1,13 @@
 //! The PyTorch TensorBoard plugin's operator and kernel views of a PyTorch trace
-//! ([`crate::base::torch_views`]): operators by name or by name and input shape, kernels by
+//! ([`crate::base::pytorch::torch_views`]): operators by name or by name and input shape, kernels by
 //! name or by kernel and operator.
 
 use serde::Serialize;
 
 use crate::base::context::Run;
 use crate::base::fmt::csv_field;
+use crate::base::pytorch::torch_views::{KernelOpRow, KernelRow, OperatorRow, TorchViews};
 use crate::base::tool::{PerHost, Tool, ToolError};
-use crate::base::torch_views::{KernelOpRow, KernelRow, OperatorRow, TorchViews};
 
 /// How operator rows are grouped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -300,9 +300,9 @@ pub struct Distributed {
 }
 
 fn union_len(mut v: Vec<(i64, i64)>) -> i64 {
-    crate::base::hta::total(&{
+    crate::base::pytorch::hta::total(&{
         v.sort_unstable();
-        crate::base::hta::union(v)
+        crate::base::pytorch::hta::union(v)
     })
 }
 
@@ -312,7 +312,7 @@ pub fn distributed(run: &Run) -> Distributed {
         name: String,
         rank: Option<i64>,
         key: (Option<String>, Option<i64>),
-        db: std::sync::Arc<crate::base::step_db::StepDb>,
+        db: std::sync::Arc<crate::base::steps::step_db::StepDb>,
     }
     let mut hosts: Vec<Host> = Vec::new();
     let mut notes = Vec::new();
@@ -331,7 +331,7 @@ pub fn distributed(run: &Run) -> Distributed {
         };
         hosts.push(Host {
             name: h.host().to_string(),
-            rank: crate::base::hta::rank(p),
+            rank: crate::base::pytorch::hta::rank(p),
             key: (backend, get("world_size").and_then(|v| v.as_i64())),
             db,
         });
@@ -357,7 +357,7 @@ pub fn distributed(run: &Run) -> Distributed {
             let mut notes = Vec::new();
             // Each kernel range of each collective, paired across the ranks by order: its
             // data-transfer range, from its end back by the shortest duration over the ranks.
-            let ops: Vec<&[crate::base::torch_steps::CommOp]> = members
+            let ops: Vec<&[crate::base::pytorch::torch_steps::CommOp]> = members
                 .iter()
                 .map(|h| {
                     h.db.torch
@@ -426,7 +426,7 @@ pub fn distributed(run: &Run) -> Distributed {
                     let comm_ops = names
                         .into_iter()
                         .map(|name| {
-                            let mine: Vec<(usize, &crate::base::torch_steps::CommOp)> = ops
+                            let mine: Vec<(usize, &crate::base::pytorch::torch_steps::CommOp)> = ops
                                 .iter()
                                 .enumerate()
                                 .filter(|(_, o)| o.name == name)

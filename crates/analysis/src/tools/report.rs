@@ -8,14 +8,14 @@ use crate::base::fmt::{csv_field, fmt_ps, short_name, NAME_WIDTH};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 use crate::base::device::DeviceInfo;
-use crate::base::ops::{OpSource, OpTime};
-use crate::base::steps::Steps;
+use crate::base::ops::events::{OpSource, OpTime};
+use crate::base::steps::annotations::Steps;
 
 /// The steps every view shows (the overview's): a PyTorch trace's as the PyTorch plugin forms
 /// them; XProf's step table where it has steps; else the annotated steps or a device line's.
 fn report_steps(a: &Analysis) -> Steps {
     let found = a.steps();
-    if found.source == Some(crate::base::steps::StepSource::TorchProfilerSteps) {
+    if found.source == Some(crate::base::steps::annotations::StepSource::TorchProfilerSteps) {
         return found.as_ref().clone();
     }
     let db = a.step_db();
@@ -33,7 +33,7 @@ pub struct Report {
     /// Sessions that are one capture written by several hosts (overlapping wall-clock windows,
     /// no host in two), and how they were matched; absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub runs: Vec<crate::base::summary::SessionGroup>,
+    pub runs: Vec<crate::base::hosts::summary::SessionGroup>,
     /// When the report covers one run (one session, or sessions matched as one capture) of two
     /// hosts or more with advice: the verdict over its hosts. Sessions that are not one run get
     /// no common verdict (unrelated profiles in one log directory are not a run); each session
@@ -200,7 +200,7 @@ pub fn report(run: &Run) -> Report {
     let mut hosts = run.hosts.iter();
     let windows = run.hosts.iter().filter_map(|h| {
         let p = h.analysis.as_ref().ok()?.profile();
-        Some(crate::base::summary::HostWindow {
+        Some(crate::base::hosts::summary::HostWindow {
             session: &h.session,
             host: h.host(),
             origin_ps: p.origin_is_wall_clock.then_some(p.origin_ps),
@@ -208,7 +208,7 @@ pub fn report(run: &Run) -> Report {
         })
     });
     let mut r = Report {
-        runs: crate::base::summary::group_windows(windows)
+        runs: crate::base::hosts::summary::group_windows(windows)
             .into_iter()
             .filter(|g| g.sessions.len() > 1)
             .collect(),
@@ -328,11 +328,11 @@ pub fn render_text(r: &Report) -> String {
                         "    steps: {} from {} `{}`; mean {}, min {}, max {}",
                         st.count,
                         match st.source {
-                            Some(crate::base::steps::StepSource::StepAnnotation) =>
+                            Some(crate::base::steps::annotations::StepSource::StepAnnotation) =>
                                 "step annotations",
-                            Some(crate::base::steps::StepSource::XprofSteps) =>
+                            Some(crate::base::steps::annotations::StepSource::XprofSteps) =>
                                 "XProf's step table (first and last dropped past five) of",
-                            Some(crate::base::steps::StepSource::TorchProfilerSteps) =>
+                            Some(crate::base::steps::annotations::StepSource::TorchProfilerSteps) =>
                                 "the PyTorch profiler's steps (as torch-tb-profiler extends them to their device work)",
                             _ => "device line",
                         },

@@ -4,7 +4,7 @@
 //! steps) and for each op, over the whole profile or, with a step chosen, within that step; the
 //! table of records; compute- vs memory-bound per op.
 //!
-//! The op figures are those of [`crate::base::hlo_ops`] (XLA's FLOPs and bytes where the profile has
+//! The op figures are those of [`crate::base::hlo::hlo_ops`] (XLA's FLOPs and bytes where the profile has
 //! them, else the cost model), the roofs those of [`crate::base::peaks`] (with their source).
 
 use serde::Serialize;
@@ -12,10 +12,10 @@ use std::collections::HashMap;
 
 use crate::base::context::{Analysis, Run};
 use crate::base::fmt::csv_field;
-use crate::base::hlo_ops::{CostSource, OpRow, GIB_PER_GB};
-use crate::base::ops::{op_lines, op_name, OpSource};
+use crate::base::hlo::hlo_ops::{CostSource, OpRow, GIB_PER_GB};
+use crate::base::ops::events::{op_lines, op_name, OpSource};
 use crate::base::peaks::{PeakSpec, UserPeaks};
-use crate::base::step_ops::{program_id, StepBins, StepTotals};
+use crate::base::steps::step_ops::{program_id, StepBins, StepTotals};
 use crate::base::tool::{Tool, ToolError};
 
 /// One point of the plot (and one record of the table).
@@ -144,7 +144,7 @@ fn point(
         } else {
             "HBM"
         },
-        over_peak: crate::base::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
+        over_peak: crate::base::hlo::hlo_ops::over_peak(flops, hbm, time_ps, peaks),
         side_of_ridge: ridge
             .filter(|_| oi > 0.0)
             .map(|r| if oi < r { "HBM" } else { "Compute" }),

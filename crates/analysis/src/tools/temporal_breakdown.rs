@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::base::context::{Analysis, Run};
-use crate::base::hta::{total, union, KernelType};
+use crate::base::pytorch::hta::{total, union, KernelType};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One rank's breakdown.
@@ -106,7 +106,7 @@ impl Tool for TemporalBreakdownTool {
     type Params = NoParams;
     type Output = PerHost<TemporalBreakdown>;
     /// GPU events, the launches they join to, and `ProfilerStep` annotations (see
-    /// [`crate::base::hta`]); host operator slices are not used.
+    /// [`crate::base::pytorch::hta`]); host operator slices are not used.
     const READS: crate::base::load::Reads = crate::base::load::Reads::GpuActivity;
 
     fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {

@@ -109,7 +109,7 @@ impl Serialize for TraceWindow {
 #[derive(Serialize)]
 struct Window<'a> {
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    clocks: &'a [crate::base::align::HostClock],
+    clocks: &'a [crate::base::hosts::align::HostClock],
     counters: Vec<Counter<'a>>,
     end_ps: i64,
     events: Vec<Event<'a>>,

@@ -2,9 +2,9 @@
 //! thread, and what it shares equals computing it directly.
 
 use std::sync::Arc;
-use xlens_analysis::base::op_metrics::op_metrics;
+use xlens_analysis::base::ops::op_metrics::op_metrics;
 use xlens_analysis::base::peaks::UserPeaks;
-use xlens_analysis::base::step_db::step_db;
+use xlens_analysis::base::steps::step_db::step_db;
 
 use crate::common;
 use common::{load, load_analysis, open_run, root, run_tool};

@@ -1,10 +1,10 @@
 //! Cost model: agreement with XLA's own per-op `flops` / `bytes_accessed` on the TPU sample, and
 //! dot / convolution FLOPs against hand-computed values on the JAX CPU samples and hand-built HLO.
 
-use xlens_analysis::base::cost_model::{
+use xlens_analysis::base::hlo::cost_model::{
     compare_with_xla, module_costs, xla_costs, Cost, CostModel,
 };
-use xlens_analysis::base::hlo::{hlo_index, HloIndex, HloModule};
+use xlens_analysis::base::hlo::modules::{hlo_index, HloIndex, HloModule};
 use xlens_proto::xla::{
     ConvolutionDimensionNumbers, HloComputationProto, HloInstructionProto, HloModuleProto,
     HloProto, PrimitiveType, ShapeProto, Window, WindowDimension,
@@ -168,12 +168,12 @@ fn jax_transformer_batched_dot_and_fusions() {
         .operand_ids
         .iter()
         .map(|&o| {
-            xlens_analysis::base::hlo::shape_unpadded_bytes(
+            xlens_analysis::base::hlo::modules::shape_unpadded_bytes(
                 m.instruction(o).unwrap().shape.as_ref().unwrap(),
             )
         })
         .sum::<i64>()
-        + xlens_analysis::base::hlo::shape_unpadded_bytes(fusion.shape.as_ref().unwrap());
+        + xlens_analysis::base::hlo::modules::shape_unpadded_bytes(fusion.shape.as_ref().unwrap());
     assert!(
         fc.bytes_accessed <= boundary,
         "{} > {boundary}",

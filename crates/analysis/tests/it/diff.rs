@@ -237,8 +237,8 @@ fn step_statistics_by_hand() {
 
 /// An instruction's structure read from the decoded HLO (the fingerprint reads the serialized
 /// bytes instead): opcode, shape, operand shapes, and its called computations' instructions.
-fn structure(m: &xlens_analysis::base::hlo::HloModule, name: &str) -> String {
-    use xlens_analysis::base::hlo::shape_text;
+fn structure(m: &xlens_analysis::base::hlo::modules::HloModule, name: &str) -> String {
+    use xlens_analysis::base::hlo::modules::shape_text;
     let i = m.instruction_by_name(name).expect("instruction");
     let shape = |i: &xlens_proto::xla::HloInstructionProto| {
         i.shape.as_ref().map(shape_text).unwrap_or_default()
@@ -270,7 +270,7 @@ fn ops_are_matched_by_structure_across_compilations() {
     let hlo = |p: &Path| {
         let f = p.join("vm.xplane.pb.gz");
         let prof = xlens_analysis::base::load::load_path(&f, xlens_store::Format::XSpace).unwrap();
-        xlens_analysis::base::hlo::hlo_index(&prof)
+        xlens_analysis::base::hlo::modules::hlo_index(&prof)
     };
     let (hb, hn) = (hlo(&base), hlo(&new));
     let (mb, mn) = (

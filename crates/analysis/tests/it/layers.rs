@@ -4,12 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The `.rs` files under `dir`, in its sub-folders too.
 fn sources(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
+    let mut out: Vec<PathBuf> = crate_modules(dir).into_iter().map(|m| m.1).collect();
     out.sort();
     out
 }

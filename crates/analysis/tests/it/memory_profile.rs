@@ -9,8 +9,8 @@
 //! arbitrarily (equal in every compared field) are compared as multisets.
 
 use serde_json::Value;
-use xlens_analysis::base::allocators::{AllocatorProfile, MemoryProfile};
-use xlens_analysis::base::memory::memory_profile;
+use xlens_analysis::base::memory::allocators::{AllocatorProfile, MemoryProfile};
+use xlens_analysis::base::memory::profile::memory_profile;
 
 use crate::common;
 use common::{load, load_analysis, open_run, root, run_tool};
@@ -200,7 +200,8 @@ fn headroom_on_tpu_uses_allocator_capacity() {
 #[test]
 fn headroom_on_gpu_uses_memory_size() {
     let p = load("gpu_multi_worker");
-    let (cap, src) = xlens_analysis::base::headroom::device_memory_capacity(&p, None).unwrap();
+    let (cap, src) =
+        xlens_analysis::base::memory::headroom::device_memory_capacity(&p, None).unwrap();
     assert!(src.contains("memory_size"), "{src}");
     assert!(cap > 1 << 30);
 }

@@ -13,10 +13,10 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use xlens_analysis::base::heap::{
+use xlens_analysis::base::hlo::modules::{hlo_index, HloModule};
+use xlens_analysis::base::memory::heap::{
     memory_viewer_of, module_memory, replay, ModuleMemory, TraceBuffer, SMALL_BUFFER_BYTES,
 };
-use xlens_analysis::base::hlo::{hlo_index, HloModule};
 use xlens_proto::xla::buffer_allocation_proto::Assigned;
 use xlens_proto::xla::heap_simulator_trace::event::Kind;
 use xlens_proto::xla::heap_simulator_trace::Event;
@@ -322,7 +322,9 @@ fn module(events: Vec<Event>) -> HloModule {
         .iter()
         .map(|i| LogicalBufferProto {
             id: i.id,
-            size: xlens_analysis::base::hlo::shape_unpadded_bytes(i.shape.as_ref().unwrap()),
+            size: xlens_analysis::base::hlo::modules::shape_unpadded_bytes(
+                i.shape.as_ref().unwrap(),
+            ),
             defined_at: Some(Location {
                 instruction_id: i.id,
                 ..Default::default()
@@ -620,7 +622,7 @@ fn long_series_are_sampled_and_keep_the_peak() {
     }
     let mm = module_memory(&module(events), 0).unwrap();
     assert_eq!(mm.series_points_total, 6003);
-    assert!(mm.series_points_shown <= xlens_analysis::base::heap::MAX_SERIES_POINTS);
+    assert!(mm.series_points_shown <= xlens_analysis::base::memory::heap::MAX_SERIES_POINTS);
     assert!(mm.series_sampling.contains("min and max"));
     let top = mm.heap_series.iter().map(|p| p.heap_bytes).max().unwrap();
     assert_eq!(top, mm.peak_heap_bytes);

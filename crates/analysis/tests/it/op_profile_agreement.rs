@@ -14,7 +14,7 @@
 //!   host threads and the cost model, with peaks given by the user (or measured, labelled).
 
 use serde_json::Value;
-use xlens_analysis::base::hlo_ops::{CostSource, OpRow};
+use xlens_analysis::base::hlo::hlo_ops::{CostSource, OpRow};
 use xlens_analysis::base::peaks::UserPeaks;
 use xlens_analysis::tools::op_profile::host_op_profile;
 

@@ -19,7 +19,7 @@
 //!   its device IDLE is lower (614 vs 623 ms on the GPU fixture); the host IDLE is equal everywhere.
 
 use serde_json::Value;
-use xlens_analysis::base::step_db::step_db;
+use xlens_analysis::base::steps::step_db::step_db;
 
 use crate::common;
 use common::{load, open_run, root, run_tool};
@@ -130,7 +130,9 @@ fn top10(mut v: Vec<(String, String, f64)>) -> Vec<(String, String, f64)> {
 
 #[test]
 fn framework_ops_match_xprof() {
-    use xlens_analysis::base::op_metrics::{device_framework_ops, host_framework_ops, op_metrics};
+    use xlens_analysis::base::ops::op_metrics::{
+        device_framework_ops, host_framework_ops, op_metrics,
+    };
     for run in RUNS {
         let p = load(run);
         let want = expected(run);

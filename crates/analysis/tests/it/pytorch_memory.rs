@@ -12,8 +12,8 @@ use crate::common;
 
 use common::root;
 use serde_json::Value;
-use xlens_analysis::base::allocators::MemoryProfile;
-use xlens_analysis::base::memory::memory_profile;
+use xlens_analysis::base::memory::allocators::MemoryProfile;
+use xlens_analysis::base::memory::profile::memory_profile;
 
 fn profile(name: &str) -> MemoryProfile {
     let path = root().join(format!("fixtures/pytorch/memory/{name}.json.gz"));

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::common::{self, open_run, root, run_tool};
-use xlens_analysis::base::summary::HostSummary;
+use xlens_analysis::base::hosts::summary::HostSummary;
 use xlens_analysis::compare::{diff, OpsScope};
 
 fn gz_under(dir: &std::path::Path, out: &mut Vec<PathBuf>) {

@@ -6,8 +6,8 @@
 use crate::common;
 
 use xlens_analysis::base::context::Analysis;
+use xlens_analysis::base::hosts::summary::{heap_bytes_of_all, HostSummary, SharedText};
 use xlens_analysis::base::load::{load_host_for, Reads, SUMMARY_UNUSED_STATS};
-use xlens_analysis::base::summary::{heap_bytes_of_all, HostSummary, SharedText};
 use xlens_model::Profile;
 
 /// Every stat of every event, by name and value (as text), in order; without flow stats on the

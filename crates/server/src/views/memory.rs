@@ -4,8 +4,8 @@
 
 use maud::{html, Markup};
 use serde::Serialize;
-use xlens_analysis::base::allocators::{AllocatorProfile, LiveAllocation, OpMemory};
-use xlens_analysis::base::heap::{ModuleMemory, PeakBuffer};
+use xlens_analysis::base::memory::allocators::{AllocatorProfile, LiveAllocation, OpMemory};
+use xlens_analysis::base::memory::heap::{ModuleMemory, PeakBuffer};
 use xlens_analysis::tools::memory_profile::MemoryProfileReport;
 use xlens_analysis::tools::memory_viewer::MemoryViewerReport;
 
@@ -509,9 +509,10 @@ fn allocator_chart(a: &AllocatorProfile, torch: bool) -> Markup {
     let ft = frame.bottom() + 24.0;
     let height = ft + fh + 22.0;
     let x = |t: i64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * frame.width();
-    let pts = |f: &dyn Fn(&xlens_analysis::base::allocators::Sample) -> f64| -> Vec<(f64, f64)> {
-        samples.iter().map(|p| (x(p.time_ps), f(p))).collect()
-    };
+    let pts =
+        |f: &dyn Fn(&xlens_analysis::base::memory::allocators::Sample) -> f64| -> Vec<(f64, f64)> {
+            samples.iter().map(|p| (x(p.time_ps), f(p))).collect()
+        };
     let in_use = pts(&|p| frame.y(p.state.in_use() as f64));
     let frag = pts(&|p| ft + fh - p.state.fragmentation.clamp(0.0, 1.0) * fh);
     let peak = fmt_bytes(pk.bytes_in_use);

@@ -256,7 +256,7 @@ pub fn pytorch_operators_view(
     r: &PerHost<xlens_analysis::tools::pytorch_views::Operators>,
     _: &Cx,
 ) -> Markup {
-    use xlens_analysis::base::torch_views::OperatorRow;
+    use xlens_analysis::base::pytorch::torch_views::OperatorRow;
     let t = Table::new("sortable")
         .filter()
         .col("name", |(_, o): &(usize, &OperatorRow)| Cell::name(&o.name))
@@ -293,7 +293,7 @@ pub fn pytorch_kernels_view(
     r: &PerHost<xlens_analysis::tools::pytorch_views::Kernels>,
     _: &Cx,
 ) -> Markup {
-    use xlens_analysis::base::torch_views::{KernelOpRow, KernelRow as TorchKernel};
+    use xlens_analysis::base::pytorch::torch_views::{KernelOpRow, KernelRow as TorchKernel};
     let by_name = Table::new("sortable")
         .filter()
         .col("name", |(_, k): &(usize, &TorchKernel)| Cell::name(&k.name))

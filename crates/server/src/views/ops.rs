@@ -3,8 +3,8 @@
 //! here.
 
 use maud::{html, Markup};
-use xlens_analysis::base::hlo_ops::{CostSource, FusedChild, OpRow};
-use xlens_analysis::base::hosts::{OpAcrossHosts, OpsAcrossHosts};
+use xlens_analysis::base::hlo::hlo_ops::{CostSource, FusedChild, OpRow};
+use xlens_analysis::base::hosts::across::{OpAcrossHosts, OpsAcrossHosts};
 use xlens_analysis::base::peaks::{PeakSource, PeakSpec};
 use xlens_analysis::tools::hlo_stats::{HloStatsReport, HloStatsRow};
 use xlens_analysis::tools::op_profile::{Node, OpProfileReport};

@@ -4,9 +4,9 @@
 
 use maud::{html, Markup};
 use serde::Serialize;
-use xlens_analysis::base::hosts::{AllHosts, HostStepStats};
-use xlens_analysis::base::op_metrics::OpMetric;
-use xlens_analysis::base::step_db::{Category, StepRow};
+use xlens_analysis::base::hosts::across::{AllHosts, HostStepStats};
+use xlens_analysis::base::ops::op_metrics::OpMetric;
+use xlens_analysis::base::steps::step_db::{Category, StepRow};
 use xlens_analysis::tools::overview::{HostOverview, Overview};
 
 use super::chart::{f1, stacked_bars, Frame, LEFT, RIGHT, W};
@@ -290,7 +290,7 @@ fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
 fn heatmap(
     hosts: &[String],
     steps: &[String],
-    m: &[Vec<xlens_analysis::base::hosts::Cell>],
+    m: &[Vec<xlens_analysis::base::hosts::across::Cell>],
     what: &str,
 ) -> Markup {
     let cw = (900.0 / steps.len().max(1) as f64).clamp(2.0, 24.0);

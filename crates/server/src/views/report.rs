@@ -3,7 +3,7 @@
 
 use maud::{html, Markup};
 use xlens_analysis::base::device::DeviceKind;
-use xlens_analysis::base::ops::OpTime;
+use xlens_analysis::base::ops::events::OpTime;
 use xlens_analysis::tools::report::{HostReport, LineSummary, PlaneSummary, Report};
 
 use super::ui::{error_box, fmt_ps, Cell, RowAttrs, Table};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use xlens_analysis::base::context::Analysis;
-use xlens_analysis::base::summary::HostSummary;
+use xlens_analysis::base::hosts::summary::HostSummary;
 
 #[test]
 fn summaries_survive_parquet() {

@@ -1,10 +1,10 @@
 //! A host's memory profile, from whichever events it has: XSpace allocator events
-//! ([`crate::base::allocators`]), else PyTorch `[memory]` events ([`crate::base::torch_memory`]).
+//! ([`crate::base::memory::allocators`]), else PyTorch `[memory]` events ([`crate::base::pytorch::torch_memory`]).
 
 use xlens_model::Profile;
 
-use crate::base::allocators::{xspace_memory_profile, MemoryProfile};
-use crate::base::torch_memory::torch_memory_profile;
+use crate::base::memory::allocators::{xspace_memory_profile, MemoryProfile};
+use crate::base::pytorch::torch_memory::torch_memory_profile;
 
 /// The memory profile of one host: from XSpace allocator events, else from PyTorch `[memory]`
 /// events.

@@ -5,7 +5,7 @@
 //! `jax.profiler.TraceAnnotation("data")` gets 0% input there, its data time filed as host
 //! compute. xlens reads such annotations as input too, in every view that splits a step
 //! (the step breakdown, so the overview, input pipeline, advice, summaries and diff), and the
-//! views name the annotations they counted ([`crate::base::step_db::StepDb::input_annotations`]).
+//! views name the annotations they counted ([`crate::base::steps::step_db::StepDb::input_annotations`]).
 //!
 //! An annotation marks input when its whole name is made of data-stage words (`data`, `load`,
 //! `next`, `next_batch`, `get_batch`, `data_loading`, `input_pipeline`, ...), or it names a data

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::base::step_db::{Category, StepRow};
+use crate::base::steps::step_db::{Category, StepRow};
 
 /// How far above the other hosts' median a step must be to count as straggling.
 pub const STRAGGLER_PERCENT: f64 = 10.0;
@@ -361,7 +361,7 @@ pub fn compare_hosts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::step_db::CATEGORIES;
+    use crate::base::steps::step_db::CATEGORIES;
 
     fn row(name: &str, dur: i64, compute: i64) -> StepRow {
         let mut breakdown = [0; CATEGORIES.len()];

@@ -48,7 +48,7 @@ use xlens_model::{Profile, StatValue};
 use xlens_proto::xla::{HloComputationProto, HloInstructionProto, ShapeProto};
 
 use crate::base::device::{device_planes, DeviceKind};
-use crate::base::hlo::{
+use crate::base::hlo::modules::{
     shape_elements, shape_unpadded_bytes, HloIndex, HloModule, PROGRAM_ID_STAT,
 };
 
@@ -210,7 +210,9 @@ fn leaf_elements(s: Option<&ShapeProto>) -> i64 {
     match s {
         None => 0,
         Some(s) if is_tuple(s) => s.tuple_shapes.iter().map(|t| leaf_elements(Some(t))).sum(),
-        Some(s) if crate::base::hlo::dtype_bytes(s.element_type).is_some() => shape_elements(s),
+        Some(s) if crate::base::hlo::modules::dtype_bytes(s.element_type).is_some() => {
+            shape_elements(s)
+        }
         Some(_) => 0,
     }
 }

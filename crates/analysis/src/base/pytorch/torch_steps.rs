@@ -26,8 +26,8 @@
 use serde::Serialize;
 use xlens_model::{Profile, StatValue, StrId};
 
-use crate::base::hta::{total, union};
-use crate::base::step_rows::{Category, EventType, StepRow, N_CATEGORIES};
+use crate::base::pytorch::hta::{total, union};
+use crate::base::steps::step_rows::{Category, EventType, StepRow, N_CATEGORIES};
 
 type HashMap<K, V> = crate::base::fx::FxMap<K, V>;
 

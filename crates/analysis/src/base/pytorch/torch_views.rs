@@ -316,7 +316,7 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
         .enumerate()
         .map(|(i, k)| (*k, i as u8 + 1))
         .collect();
-    let slot_of = crate::base::ops::stat_slots(p, &named);
+    let slot_of = crate::base::ops::events::stat_slots(p, &named);
     let mut nodes: Vec<Node> = Vec::new();
     // Per thread (a host line, its overlap lines merged back): its nodes.
     let mut threads: Vec<(String, Vec<usize>)> = Vec::new();
@@ -422,7 +422,7 @@ pub fn torch_views(p: &Profile) -> Option<TorchViews> {
                             1 if name.starts_with("Optimizer.step") => NodeKind::Optimizer,
                             1 => NodeKind::Operator,
                             2 => NodeKind::Python,
-                            3 if crate::base::torch_steps::is_collective(name) => {
+                            3 if crate::base::pytorch::torch_steps::is_collective(name) => {
                                 NodeKind::Annotation
                             }
                             4 if vals[MODULE].is_some() => NodeKind::Module,

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
-use crate::base::ops::FrameworkOp;
+use crate::base::ops::events::FrameworkOp;
 
 /// The type of a PyTorch op: its namespace (`aten` for `aten::mm`), else `cpu_op`.
 fn op_type(name: &str) -> &str {

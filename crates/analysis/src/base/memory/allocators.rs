@@ -39,7 +39,7 @@ pub const MAX_SAMPLES: usize = 2000;
 pub const MAX_ACTIVE_ROWS: usize = 500;
 
 /// Memory statistics of one op name on one device (the TensorBoard plugin's table; PyTorch
-/// traces, [`crate::base::torch_memory`]).
+/// traces, [`crate::base::pytorch::torch_memory`]).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct OpMemory {
     pub device: String,
@@ -69,7 +69,7 @@ pub struct MemoryProfile {
     pub source: String,
     /// What the figures cannot show for this profile (e.g. no totals in an old PyTorch trace).
     pub notes: Vec<String>,
-    /// PyTorch traces: memory per op and device ([`crate::base::torch_memory`]); empty for XSpace.
+    /// PyTorch traces: memory per op and device ([`crate::base::pytorch::torch_memory`]); empty for XSpace.
     pub op_stats: Vec<OpMemory>,
     /// PyTorch traces: `[memory]` events in no op.
     pub op_stats_unattributed: usize,
@@ -655,7 +655,7 @@ pub fn cut_live_rows(merged: &mut Vec<LiveAllocation>) -> (usize, i64) {
 }
 
 /// The memory profile of one host's XSpace allocator events (no allocators when it has none;
-/// [`crate::base::memory::memory_profile`] then reads PyTorch `[memory]` events).
+/// [`crate::base::memory::profile::memory_profile`] then reads PyTorch `[memory]` events).
 pub fn xspace_memory_profile(p: &Profile) -> MemoryProfile {
     let keys = Keys::new(p);
     let (by_alloc, events_total) = read_events(p, &keys);

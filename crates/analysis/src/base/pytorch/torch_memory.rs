@@ -26,8 +26,8 @@
 use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
-pub use crate::base::allocators::OpMemory;
-use crate::base::allocators::{
+pub use crate::base::memory::allocators::OpMemory;
+use crate::base::memory::allocators::{
     cut_live_rows, sample_indices, Activity, AllocatorProfile, AllocatorState, LiveAllocation,
     MemoryProfile, Peak, Sample, HOST_PLANE,
 };

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use xlens_model::{Profile, StatValue};
 
 use crate::base::fx::FxMap;
-use crate::base::hlo_ops::OpRow;
-use crate::base::ops::{op_lines, op_name, OpSource};
-use crate::base::steps::Steps;
+use crate::base::hlo::hlo_ops::OpRow;
+use crate::base::ops::events::{op_lines, op_name, OpSource};
+use crate::base::steps::annotations::Steps;
 
 /// An op event's `program_id` (its own stat, else its metadata's).
 pub fn program_id(

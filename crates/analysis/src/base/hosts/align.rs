@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use crate::base::step_db::StepRow;
+use crate::base::steps::step_db::StepRow;
 use xlens_model::Profile;
 
 /// How one host was placed on the run's common axis.
@@ -164,7 +164,7 @@ pub fn align<S: AsRef<str>, C: AsRef<str>>(
         .collect()
 }
 
-/// Opcode names of [`crate::base::hlo::COINCIDENT_OPCODES`] as NCCL spells them in its kernels'
+/// Opcode names of [`crate::base::hlo::modules::COINCIDENT_OPCODES`] as NCCL spells them in its kernels'
 /// names (`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_AllGather_RING_LL`, older
 /// `ncclAllReduceRingLLKernel_sum_f32`).
 const NCCL_COINCIDENT: &[&str] = &["AllReduce", "AllGather", "ReduceScatter", "AllToAll"];
@@ -176,8 +176,11 @@ const NCCL_COINCIDENT: &[&str] = &["AllReduce", "AllGather", "ReduceScatter", "A
 /// collective at the same time); its end is the last of theirs. Runs ending outside every step
 /// of a host with steps are left out (their order depends on where the profile starts).
 pub fn collective_ends(p: &Profile, steps: &[StepRow]) -> Vec<(String, i64)> {
-    let (_, lines) = crate::base::ops::op_lines(p);
-    let hlo = crate::base::hlo::instructions_with(p, crate::base::hlo::COINCIDENT_OPCODES);
+    let (_, lines) = crate::base::ops::events::op_lines(p);
+    let hlo = crate::base::hlo::modules::instructions_with(
+        p,
+        crate::base::hlo::modules::COINCIDENT_OPCODES,
+    );
     let category = p.key("hlo_category");
     let mut by_op: std::collections::BTreeMap<&str, Vec<(i64, i64)>> = Default::default();
     // Whether each metadata entry of a plane is a coincident collective (its name if so),
@@ -191,7 +194,7 @@ pub fn collective_ends(p: &Profile, steps: &[StepRow]) -> Vec<(String, i64)> {
                 .event_metadata
                 .iter()
                 .map(|md| {
-                    let name = p.str(crate::base::ops::op_name(p, md));
+                    let name = p.str(crate::base::ops::events::op_name(p, md));
                     let nccl = name.starts_with("nccl")
                         && name.contains("Kernel")
                         && NCCL_COINCIDENT.iter().any(|op| name.contains(op));
@@ -199,7 +202,9 @@ pub fn collective_ends(p: &Profile, steps: &[StepRow]) -> Vec<(String, i64)> {
                     let by_category = category
                         .and_then(|k| md.stats().get(k))
                         .and_then(|v| v.as_str_id())
-                        .is_some_and(|c| crate::base::hlo::COINCIDENT_OPCODES.contains(&p.str(c)));
+                        .is_some_and(|c| {
+                            crate::base::hlo::modules::COINCIDENT_OPCODES.contains(&p.str(c))
+                        });
                     (nccl || in_hlo || by_category).then_some(name)
                 })
                 .collect();

@@ -11,13 +11,13 @@
 
 use xlens_model::Profile;
 
-use crate::base::allocators::{allocator_capacity_bytes, MemoryProfile};
 use crate::base::device::device_info;
 use crate::base::fmt::fmt_bytes;
-use crate::base::heap::MemoryViewer;
-use crate::base::memory::memory_profile;
+use crate::base::memory::allocators::{allocator_capacity_bytes, MemoryProfile};
+use crate::base::memory::heap::MemoryViewer;
+use crate::base::memory::profile::memory_profile;
 
-pub use crate::base::heap::Headroom;
+pub use crate::base::memory::heap::Headroom;
 
 /// The device memory per device the profile states, with where it comes from; `mp` is the host's
 /// memory profile when already computed (it is computed here otherwise, only if needed).

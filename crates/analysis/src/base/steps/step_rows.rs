@@ -1,6 +1,6 @@
 //! A step's row and its categories: XProf's event types, the step breakdown's categories and
-//! the summary of step times, shared by the step grouping ([`crate::base::step_db`]) and the
-//! PyTorch steps ([`crate::base::torch_steps`]).
+//! the summary of step times, shared by the step grouping ([`crate::base::steps::step_db`]) and the
+//! PyTorch steps ([`crate::base::pytorch::torch_steps`]).
 
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! The shared op-metrics layer: per op (and per device), occurrences, total and self time, FLOPs
 //! and bytes accessed, HLO category and program, framework provenance, and explicit IDLE time.
-//! Built on [`crate::base::ops::op_lines`] (which lines hold ops); used by `overview_page`,
+//! Built on [`crate::base::ops::events::op_lines`] (which lines hold ops); used by `overview_page`,
 //! `framework_op_stats` and `input_pipeline_analyzer`.
 //!
 //! * **Device ops** come from TPU/GPU `XLA Ops` lines, else GPU stream lines (kernels, copies),
@@ -23,8 +23,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StatValue, StrId};
 
-use crate::base::hlo::OpNames;
-use crate::base::ops::{op_lines, op_name, OpSource};
+use crate::base::hlo::modules::OpNames;
+use crate::base::ops::events::{op_lines, op_name, OpSource};
 
 /// One op (aggregated over its occurrences on all devices of a host).
 #[derive(Debug, Clone, Serialize)]
@@ -81,7 +81,7 @@ pub struct OpMetricsDb {
     pub total_bytes_accessed: f64,
 }
 
-pub use crate::base::ops::FrameworkOp;
+pub use crate::base::ops::events::FrameworkOp;
 
 impl FrameworkOp {
     /// An op of `op_type` and `name` on `side` (`Host` or `Device`) with nothing counted yet.
@@ -172,7 +172,7 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let slots = crate::base::ops::stat_slots(
+        let slots = crate::base::ops::events::stat_slots(
             p,
             &[
                 ("flops", F_FLOPS as u8 + 1),
@@ -757,11 +757,11 @@ pub fn device_framework_ops(db: &OpMetricsDb) -> Vec<FrameworkOp> {
 /// start to last op end minus op self time, summed).
 /// The host's TensorFlow ops (not the XLA ops listed under them, nor IDLE) as op times, named
 /// `name:Type` as their events are.
-pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::OpTimes {
-    let v: Vec<crate::base::ops::OpTime> = ops
+pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::events::OpTimes {
+    let v: Vec<crate::base::ops::events::OpTime> = ops
         .iter()
         .filter(|o| o.host_or_device == "Host" && !o.via_xla && o.op_type != "IDLE")
-        .map(|o| crate::base::ops::OpTime {
+        .map(|o| crate::base::ops::events::OpTime {
             name: if o.op_type.is_empty() || o.op_type == "Dataset" {
                 o.name.clone()
             } else {
@@ -774,11 +774,11 @@ pub fn framework_op_times(ops: &[FrameworkOp]) -> crate::base::ops::OpTimes {
             self_time_ps: o.self_time_ps,
         })
         .collect();
-    crate::base::ops::OpTimes::of(Some(OpSource::HostFrameworkOps), v)
+    crate::base::ops::events::OpTimes::of(Some(OpSource::HostFrameworkOps), v)
 }
 
 pub fn host_framework_ops(p: &Profile) -> (Vec<FrameworkOp>, i64) {
-    if let Some(torch) = crate::base::torch_ops::torch_host_ops(p) {
+    if let Some(torch) = crate::base::pytorch::torch_ops::torch_host_ops(p) {
         return torch;
     }
     // Ops by (type, name) as interned-or-not strings: metadata-named ops borrow the metadata

@@ -4,7 +4,7 @@
 //!
 //! * **FLOPs and bytes**: XLA's own `flops` / `bytes_accessed` where the profile carries them
 //!   (TPU `XLA Ops` metadata, summed over occurrences), else xlens's cost model over the HLO
-//!   module ([`crate::base::cost_model`]). [`HostOps::cost_source`] says which.
+//!   module ([`crate::base::hlo::cost_model`]). [`HostOps::cost_source`] says which.
 //! * **HBM bytes**: the HBM part of the op's `memory_access_breakdown` when it has one, else all
 //!   bytes accessed (the rule XProf's `hlo_stats` and roofline use).
 //! * **Utilisation**: FLOP rate over the peak FLOP rate, HBM bandwidth over the peak bandwidth
@@ -17,11 +17,11 @@ use xlens_model::{Profile, StatValue, StrId};
 use xlens_proto::xla::HloInstructionProto;
 use xlens_wire::{fields, Value};
 
-use crate::base::cost_model::{instruction_name_of, Cost, ModuleCosts};
 use crate::base::device::DeviceKind;
-use crate::base::hlo::{shape_text, shape_text_no_layout, HloIndex, HloModule};
-use crate::base::op_metrics::{OpMetric, OpMetricsDb};
-use crate::base::ops::{op_lines, OpSource};
+use crate::base::hlo::cost_model::{instruction_name_of, Cost, ModuleCosts};
+use crate::base::hlo::modules::{shape_text, shape_text_no_layout, HloIndex, HloModule};
+use crate::base::ops::events::{op_lines, OpSource};
+use crate::base::ops::op_metrics::{OpMetric, OpMetricsDb};
 use crate::base::peaks::PeakSpec;
 
 /// Where an op's FLOPs and bytes came from.
@@ -196,8 +196,8 @@ pub fn category_of(ins: &HloInstructionProto) -> String {
         },
         "dot" => "matmul".into(),
         "convolution" => "convolution".into(),
-        op if crate::base::cost_model::is_elementwise(op)
-            || crate::base::cost_model::is_transcendental(op) =>
+        op if crate::base::hlo::cost_model::is_elementwise(op)
+            || crate::base::hlo::cost_model::is_transcendental(op) =>
         {
             "non-fusion elementwise".into()
         }

@@ -14,7 +14,7 @@ pub enum StepSource {
     /// A device plane's `Steps` line.
     DeviceStepsLine,
     /// A PyTorch trace's `ProfilerStep#N`, extended to the device work launched in each, as
-    /// the PyTorch TensorBoard plugin forms them ([`crate::base::torch_steps`]).
+    /// the PyTorch TensorBoard plugin forms them ([`crate::base::pytorch::torch_steps`]).
     TorchProfilerSteps,
     /// XProf's step table (grouped as XProf groups them, the first and last dropped past five).
     XprofSteps,
@@ -62,8 +62,8 @@ impl Steps {
         }
     }
 
-    /// The steps of a PyTorch trace ([`crate::base::torch_steps`]).
-    fn of_torch(t: &crate::base::torch_steps::TorchSteps) -> Steps {
+    /// The steps of a PyTorch trace ([`crate::base::pytorch::torch_steps`]).
+    fn of_torch(t: &crate::base::pytorch::torch_steps::TorchSteps) -> Steps {
         let steps = t
             .rows
             .iter()
@@ -84,7 +84,7 @@ impl Steps {
     }
 
     /// The steps of XProf's step table in `db`; `name` is what the steps were annotated as.
-    pub fn of_step_db(db: &crate::base::step_db::StepDb, name: Option<String>) -> Steps {
+    pub fn of_step_db(db: &crate::base::steps::step_db::StepDb, name: Option<String>) -> Steps {
         let steps = db
             .steps
             .iter()
@@ -117,7 +117,7 @@ impl Steps {
 /// the `Steps` line of the first device plane that has one.
 pub fn find_steps(p: &Profile) -> Steps {
     if p.key("cat").is_some() {
-        if let Some(t) = crate::base::torch_steps::torch_steps(p) {
+        if let Some(t) = crate::base::pytorch::torch_steps::torch_steps(p) {
             return Steps::of_torch(&t);
         }
     }

@@ -20,13 +20,13 @@
 //!   computation, and its own called computations.
 //!
 //! Hashing is FNV-1a (64 bits): stable across builds and platforms. Fingerprints are read from
-//! the serialized protos without decoding them, like [`super::hlo::OpNames`].
+//! the serialized protos without decoding them, like [`crate::base::hlo::modules::OpNames`].
 
 use std::collections::HashMap;
 use xlens_model::Profile;
 use xlens_wire::{fields, varint_at, Value};
 
-use super::hlo::{find_module, hlo_protos};
+use crate::base::hlo::modules::{find_module, hlo_protos};
 
 /// Instruction fields left out of a fingerprint (see the module documentation).
 const SKIPPED: &[u32] = &[1, 7, 26, 35, 36, 37, 38, 43, 45, 68, 82, 88];
@@ -105,7 +105,7 @@ impl<'p> Fingerprints<'p> {
     }
 
     /// The fingerprint of `instruction` in the module `module` names (found as
-    /// [`super::hlo::HloIndex::find`] finds it).
+    /// [`crate::base::hlo::modules::HloIndex::find`] finds it).
     pub fn get(&self, module: &str, instruction: &str) -> Option<u64> {
         let m = find_module(&self.modules, module, |m| {
             (m.name, m.module_name, m.program_id)

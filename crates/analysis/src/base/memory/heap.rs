@@ -38,7 +38,7 @@ use xlens_proto::xla::{
     BufferAllocationProto, BufferAssignmentProto, HeapSimulatorTrace, HloInstructionProto,
 };
 
-use crate::base::hlo::{
+use crate::base::hlo::modules::{
     buffer_subshape, dtype_name, shape_text, shape_unpadded_bytes, HloIndex, HloModule,
     SourceLocation,
 };
@@ -48,7 +48,7 @@ pub const SMALL_BUFFER_BYTES: i64 = 16 * 1024;
 /// Above this many points the heap series is sampled for drawing.
 pub const MAX_SERIES_POINTS: usize = 4096;
 
-/// Peak memory against device capacity ([`crate::base::headroom`] computes it).
+/// Peak memory against device capacity ([`crate::base::memory::headroom`] computes it).
 #[derive(Debug, Clone, Serialize)]
 pub struct Headroom {
     pub peak_bytes: i64,
@@ -79,7 +79,7 @@ pub struct MemoryViewer {
     /// Modules whose HLO could not be decoded.
     pub hlo_errors: Vec<String>,
     /// The selected module's peak (else the largest module's) against the device memory the
-    /// profile states; `None` when it states none (see [`crate::base::headroom`]).
+    /// profile states; `None` when it states none (see [`crate::base::memory::headroom`]).
     pub headroom: Option<Headroom>,
 }
 

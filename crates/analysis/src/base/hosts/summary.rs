@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::base::align::HostClock;
 use crate::base::context::Analysis;
-use crate::base::hlo_ops::Detail;
-use crate::base::hosts::{AllHosts, HostSteps, OpsAcrossHosts};
+use crate::base::hlo::hlo_ops::Detail;
+use crate::base::hosts::across::{AllHosts, HostSteps, OpsAcrossHosts};
+use crate::base::hosts::align::HostClock;
 use crate::base::peaks::UserPeaks;
-use crate::base::step_db::{StepModel, StepRow};
+use crate::base::steps::step_db::{StepModel, StepRow};
 use xlens_store::HostFile;
 
 /// Bumped whenever what a summary holds, or how it is computed, changes (cached summaries of an
@@ -27,7 +27,7 @@ pub const SUMMARY_VERSION: u32 = 4;
 /// The memory space whose module peaks a summary keeps (0: device HBM / the default space).
 pub const MEMORY_SPACE: i64 = 0;
 
-/// One HLO op of one host, as [`crate::base::hlo_ops`] measures it.
+/// One HLO op of one host, as [`crate::base::hlo::hlo_ops`] measures it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct OpSummary {
     /// Texts shared with the other ops (and hosts) that have them ([`SharedText`]).
@@ -110,7 +110,7 @@ pub struct HostSummary {
     pub ops: Vec<OpSummary>,
     pub modules: Vec<ModuleSummary>,
     /// The ends of its collectives that every host finishes together, keyed by op, occurrence
-    /// and step ([`crate::base::align::collective_ends`]): what the clocks are aligned on,
+    /// and step ([`crate::base::hosts::align::collective_ends`]): what the clocks are aligned on,
     /// with the step ends.
     pub collective_ends: Vec<(String, i64)>,
 }
@@ -150,7 +150,7 @@ impl HostSummary {
         // the collectives (each reads op lines on its own; together they would leave a core
         // idle).
         let (collective_ends, ops) = crate::base::par::join(
-            || crate::base::align::collective_ends(p, &db.steps_all),
+            || crate::base::hosts::align::collective_ends(p, &db.steps_all),
             || a.op_table(UserPeaks::default(), Detail::Figures),
         );
         HostSummary {
@@ -382,7 +382,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
         }
     };
     let labels: Vec<String> = read.iter().map(|s| label(s)).collect();
-    let steps = crate::base::hosts::compare_hosts(
+    let steps = crate::base::hosts::across::compare_hosts(
         &read
             .iter()
             .zip(&labels)
@@ -400,7 +400,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
             .map_or(StepModel::Xprof, |s| s.step_model)
             .categories(),
     );
-    let ops = crate::base::hosts::ops_across_hosts(
+    let ops = crate::base::hosts::across::ops_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
             s.ops
                 .iter()
@@ -408,7 +408,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
         }),
         "total_time ps",
     );
-    let op_categories = crate::base::hosts::categories_across_hosts(
+    let op_categories = crate::base::hosts::across::categories_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
             s.ops
                 .iter()
@@ -416,7 +416,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
         }),
         "total_time ps",
     );
-    let memory = crate::base::hosts::ops_across_hosts(
+    let memory = crate::base::hosts::across::ops_across_hosts(
         read.iter().zip(&labels).flat_map(|(s, l)| {
             s.modules.iter().map(move |m| {
                 (
@@ -460,7 +460,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
                     .collect()
             })
             .collect();
-        crate::base::align::align(&labels, &raw, &ends, &colls)
+        crate::base::hosts::align::align(&labels, &raw, &ends, &colls)
     } else {
         Vec::new()
     };

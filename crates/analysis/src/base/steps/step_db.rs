@@ -21,13 +21,15 @@ use std::collections::VecDeque;
 use xlens_model::{FlowRef, Profile, StatValue, StrId};
 
 use crate::base::device::{device_planes, DeviceKind};
-use crate::base::input_marks::is_input_annotation;
+use crate::base::steps::input_marks::is_input_annotation;
 
 type HashMap<K, V> = crate::base::fx::FxMap<K, V>;
 type HashSet<K> = crate::base::fx::FxSet<K>;
 
-use crate::base::step_rows::{breakdown_of, N_TYPES};
-pub use crate::base::step_rows::{Category, EventType, StepRow, Summary, CATEGORIES, N_CATEGORIES};
+use crate::base::steps::step_rows::{breakdown_of, N_TYPES};
+pub use crate::base::steps::step_rows::{
+    Category, EventType, StepRow, Summary, CATEGORIES, N_CATEGORIES,
+};
 
 /// The hardware path XProf takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,11 +61,11 @@ pub struct StepDb {
     #[serde(skip)]
     pub model: StepModel,
     /// PyTorch traces: the steps as the PyTorch TensorBoard plugin forms them, with its GPU
-    /// figures ([`crate::base::torch_steps`]).
+    /// figures ([`crate::base::pytorch::torch_steps`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub torch: Option<TorchFigures>,
     /// Host annotations of the loop's data stage that the breakdown counts as input (XProf
-    /// files them as host compute; [`crate::base::input_marks`]), by name.
+    /// files them as host compute; [`crate::base::steps::input_marks`]), by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub input_annotations: Vec<String>,
 }
@@ -75,7 +77,7 @@ pub enum StepModel {
     /// XProf's step grouping and breakdown ([`CATEGORIES`]).
     #[default]
     Xprof,
-    /// The PyTorch TensorBoard plugin's ([`crate::base::torch_steps`]).
+    /// The PyTorch TensorBoard plugin's ([`crate::base::pytorch::torch_steps`]).
     Pytorch,
 }
 
@@ -84,7 +86,7 @@ impl StepModel {
     pub fn categories(self) -> &'static [Category] {
         match self {
             StepModel::Xprof => CATEGORIES,
-            StepModel::Pytorch => crate::base::torch_steps::TORCH_CATEGORIES,
+            StepModel::Pytorch => crate::base::pytorch::torch_steps::TORCH_CATEGORIES,
         }
     }
 
@@ -99,12 +101,12 @@ impl StepModel {
 /// What a PyTorch trace's steps carry beyond the rows.
 #[derive(Debug, Clone, Serialize)]
 pub struct TorchFigures {
-    pub gpus: Vec<crate::base::torch_steps::TorchGpu>,
-    pub comm_overlap: Vec<crate::base::torch_steps::CommOverlap>,
+    pub gpus: Vec<crate::base::pytorch::torch_steps::TorchGpu>,
+    pub comm_overlap: Vec<crate::base::pytorch::torch_steps::CommOverlap>,
     pub has_device: bool,
     /// The collective ops, in time order.
     #[serde(skip)]
-    pub comm_ops: Vec<crate::base::torch_steps::CommOp>,
+    pub comm_ops: Vec<crate::base::pytorch::torch_steps::CommOp>,
 }
 
 impl StepDb {
@@ -118,8 +120,8 @@ impl StepDb {
         self.model.categories()
     }
 
-    /// A PyTorch trace's steps as [`crate::base::torch_steps::torch_steps`] forms them.
-    pub fn of_torch(t: crate::base::torch_steps::TorchSteps) -> StepDb {
+    /// A PyTorch trace's steps as [`crate::base::pytorch::torch_steps::torch_steps`] forms them.
+    pub fn of_torch(t: crate::base::pytorch::torch_steps::TorchSteps) -> StepDb {
         let hardware = if t.has_device {
             Hardware::Gpu
         } else {
@@ -203,7 +205,7 @@ struct Keys {
 
 impl Keys {
     fn new(p: &Profile) -> Keys {
-        let slots = crate::base::ops::stat_slots(
+        let slots = crate::base::ops::events::stat_slots(
             p,
             &[
                 ("_r", S_R),
@@ -1899,7 +1901,7 @@ pub struct StepDbPrep<'a> {
     hardware: Hardware,
     keys: Keys,
     flat: Option<Unmerged<'a>>,
-    torch: Option<crate::base::torch_steps::TorchSteps>,
+    torch: Option<crate::base::pytorch::torch_steps::TorchSteps>,
 }
 
 /// See [`StepDbPrep`].
@@ -1915,7 +1917,7 @@ pub fn step_db_prepare(p: &Profile) -> StepDbPrep<'_> {
     };
     let keys = Keys::new(p);
     // A PyTorch trace's steps are the PyTorch plugin's.
-    let torch = crate::base::torch_steps::torch_steps(p);
+    let torch = crate::base::pytorch::torch_steps::torch_steps(p);
     let flat = (hardware != Hardware::Tpu && torch.is_none()).then(|| flatten(p, &keys));
     StepDbPrep {
         p,

@@ -406,7 +406,7 @@ pub const COLLECTIVE_OPCODES: &[&str] = &[
 
 /// The collectives whose participants all finish together: each waits for every other's data
 /// (an all-reduce's or all-gather's result needs every input), unlike a send, a receive, a
-/// permute or a broadcast. Their ends are what [`crate::base::align`] lines clocks up on.
+/// permute or a broadcast. Their ends are what [`crate::base::hosts::align`] lines clocks up on.
 pub const COINCIDENT_OPCODES: &[&str] = &[
     "all-reduce",
     "all-reduce-done",
