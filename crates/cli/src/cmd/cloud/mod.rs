@@ -32,6 +32,14 @@ pub struct GcloudArgs {
     pub dry_run: bool,
 }
 
+/// A viewer for a gs:// log directory hosted on a Compute Engine VM (create, list, delete,
+/// connect), and capture from every worker of a TPU VM, through the gcloud CLI.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: CloudCmd,
+}
+
 #[derive(Subcommand)]
 pub enum CloudCmd {
     /// Create a VM that serves a gs:// log directory with this xlens, behind a token.
@@ -118,13 +126,13 @@ pub enum CloudCmd {
         /// Where the session goes (gs://...; every worker writes its own file there).
         #[arg(long)]
         logdir: String,
-        #[arg(long, default_value = "2s", value_parser = crate::capture::parse_duration)]
+        #[arg(long, default_value = "2s", value_parser = crate::cmd::capture::parse_duration)]
         duration: std::time::Duration,
         /// Session name (default: a YYYY_MM_DD_HH_MM_SS timestamp).
         #[arg(long)]
         session: Option<String>,
         /// How long after now the window starts on every worker (time for SSH to connect).
-        #[arg(long, default_value = "10s", value_parser = crate::capture::parse_duration)]
+        #[arg(long, default_value = "10s", value_parser = crate::cmd::capture::parse_duration)]
         lead: std::time::Duration,
         /// xlens already installed on the workers at this path (default: fetched from the
         /// bucket, where this binary is uploaded).

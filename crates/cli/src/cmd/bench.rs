@@ -4,13 +4,13 @@
 //! includes the binary itself (a few MB, printed as the baseline).
 
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use xlens_analysis::base::context::{Analysis, Run};
 use xlens_analysis::tools;
 
-fn status_kib(field: &str) -> Option<u64> {
+pub(super) fn status_kib(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines()
         .find(|l| l.starts_with(field))?
@@ -33,9 +33,34 @@ impl std::io::Write for Counted {
     }
 }
 
+/// Measure decode speed, memory and tool time on a profile (see PERFORMANCE.md).
+#[derive(clap::Args)]
+pub struct Args {
+    /// A profile file: .xplane.pb or a PyTorch trace .json[.gz].
+    file: PathBuf,
+    /// Repetitions (the fastest is reported; peak RSS covers all).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Also time this tool on the decoded model.
+    #[arg(long, default_value = "report")]
+    tool: String,
+    /// Then time every other tool on the same open profile (what switching tools costs).
+    #[arg(long)]
+    then_all: bool,
+    #[arg(long)]
+    json: bool,
+}
+
 /// With `then_all`, also times every other tool on the same open run afterwards (what switching
 /// tools costs once the profile and its shared analyses are there).
-pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> Result<()> {
+pub fn run(a: Args) -> Result<()> {
+    let (file, reps, tool, then_all, json) = (
+        a.file.as_path(),
+        a.reps,
+        a.tool.as_str(),
+        a.then_all,
+        a.json,
+    );
     // (tool, seconds before the run is warm, seconds once it is).
     let mut switch: Vec<(&str, f64, f64)> = Vec::new();
     let baseline_kib = status_kib("VmHWM:").unwrap_or(0);
@@ -200,101 +225,6 @@ pub fn run(file: &Path, reps: usize, tool: &str, then_all: bool, json: bool) -> 
                 w = 24usize.saturating_sub(t.len())
             );
         }
-    }
-    Ok(())
-}
-
-/// `xlens bench-trace`: trace viewer index build and viewport query times, on a real file or on a
-/// synthetic profile of `synthetic` events.
-pub fn trace(
-    file: Option<&Path>,
-    synthetic: Option<usize>,
-    width: u32,
-    queries: usize,
-    json: bool,
-) -> Result<()> {
-    use xlens_analysis::base::trace::{synthetic_profile, TraceIndex};
-    let t0 = Instant::now();
-    let (label, profile) = match (file, synthetic) {
-        (_, Some(n)) => (format!("synthetic, {n} events"), synthetic_profile(n, 8)),
-        (Some(f), None) => {
-            let sessions = xlens_store::discover(f)?;
-            let host = sessions
-                .first()
-                .and_then(|s| s.hosts.first())
-                .cloned()
-                .context("no profile file found")?;
-            let p = xlens_analysis::base::load::load_host(&host)?;
-            (host.path.display().to_string(), p)
-        }
-        (None, None) => anyhow::bail!("give a FILE or --synthetic N"),
-    };
-    let load_s = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    let idx = TraceIndex::build(vec![("host".to_string(), Arc::new(profile))]);
-    let build_s = t1.elapsed().as_secs_f64();
-    let t2 = Instant::now();
-    let first = idx.query(idx.span.0, idx.span.1, width);
-    let first_s = t2.elapsed().as_secs_f64();
-    let first_json = serde_json::to_vec(&first.to_json(false))?.len();
-    // Random windows at every zoom level, from the whole trace down to ~1 µs.
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut times = Vec::with_capacity(queries);
-    let mut max_items = 0usize;
-    let span = (idx.span.1 - idx.span.0).max(1);
-    for _ in 0..queries {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let zoom = (rng % 24) as u32;
-        let w = (span >> zoom).max(1_000_000);
-        let s = idx.span.0 + ((rng >> 20) as i64).rem_euclid((span - w).max(1));
-        let t = Instant::now();
-        let v = idx.query(s, s + w, width);
-        times.push(t.elapsed().as_secs_f64());
-        max_items = max_items.max(v.events.len() + v.summaries.len());
-    }
-    times.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| times[((times.len() - 1) as f64 * p) as usize] * 1e3;
-    let r = serde_json::json!({
-        "profile": label,
-        "events": idx.total_events,
-        "tracks": idx.tracks.len(),
-        "load_s": load_s,
-        "index_build_s": build_s,
-        "first_viewport_s": first_s,
-        "first_viewport_json_bytes": first_json,
-        "first_response_s": load_s + build_s + first_s,
-        "width_px": width,
-        "queries": queries,
-        "query_ms_p50": pct(0.5),
-        "query_ms_p99": pct(0.99),
-        "query_ms_max": pct(1.0),
-        "max_boxes_in_a_response": max_items,
-        "peak_rss_bytes": status_kib("VmHWM:").unwrap_or(0) * 1024,
-    });
-    if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        println!("profile          {label}");
-        println!(
-            "events           {} in {} tracks",
-            idx.total_events,
-            idx.tracks.len()
-        );
-        println!("load             {load_s:.3} s");
-        println!("index build      {build_s:.3} s");
-        println!(
-            "first viewport   {:.1} ms ({} KB JSON)",
-            first_s * 1e3,
-            first_json / 1000
-        );
-        println!(
-            "first response   {:.3} s (load + index + first viewport)",
-            load_s + build_s + first_s
-        );
-        println!("viewport query   p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {queries} random windows at {width} px", pct(0.5), pct(0.99), pct(1.0));
-        println!("largest response {max_items} boxes");
     }
     Ok(())
 }

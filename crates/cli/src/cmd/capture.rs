@@ -29,21 +29,43 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
-/// Arguments of `xlens capture`.
+/// Capture from running jobs' profiler servers (jax.profiler.start_server(PORT) and the like).
+#[derive(clap::Args)]
 pub struct Args {
-    pub addrs: String,
-    pub logdir: PathBuf,
-    pub duration: Duration,
-    pub session: Option<String>,
-    pub host_tracer_level: u32,
-    pub device_tracer_level: u32,
-    pub python_tracer_level: u32,
-    pub delay_ms: u64,
-    /// Unix time (ms) the window starts at: replaces `delay_ms` with the time until then.
-    pub start_at_ms: Option<u64>,
-    /// The host file's name (without `.xplane.pb`), for a capture from one address.
-    pub host_name: Option<String>,
-    pub connect_timeout: Duration,
+    /// HOST:PORT[,HOST:PORT...]; several are captured in parallel into one session.
+    addrs: String,
+    /// Log directory; the capture goes to LOGDIR/plugins/profile/SESSION/HOST_PORT.xplane.pb.
+    #[arg(long)]
+    logdir: PathBuf,
+    /// Capture window, e.g. 2s, 500ms, 1m.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Session name (default: a YYYY_MM_DD_HH_MM_SS timestamp, as XProf).
+    #[arg(long)]
+    session: Option<String>,
+    /// Host tracer level: 0 off, 1 user annotations, 2 runtime activity, 3 more.
+    #[arg(long, default_value_t = 2)]
+    host_tracer_level: u32,
+    /// Device tracer level: 0 off, 1 on.
+    #[arg(long, default_value_t = 1)]
+    device_tracer_level: u32,
+    /// Python tracer level: 0 off, 1 on.
+    #[arg(long, default_value_t = 0)]
+    python_tracer_level: u32,
+    /// Start the window this many milliseconds after the request (same start on every host).
+    #[arg(long, default_value_t = 0, conflicts_with = "start_at")]
+    delay: u64,
+    /// Start the window at this Unix time in milliseconds (one start for captures run on
+    /// several machines, as `xlens cloud capture` does); a time already past starts at once.
+    #[arg(long)]
+    start_at: Option<u64>,
+    /// Name the host's file NAME.xplane.pb instead of HOST_PORT.xplane.pb (one address only;
+    /// `xlens cloud capture` gives each worker its own host name).
+    #[arg(long)]
+    host_name: Option<String>,
+    /// TCP connect timeout, e.g. 5s.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    connect_timeout: Duration,
 }
 
 /// Milliseconds from now until `start_at_ms` (Unix time), 0 when it has passed.
@@ -69,7 +91,7 @@ pub fn run(a: Args) -> i32 {
             return 3;
         }
     }
-    let delay_ms = match a.start_at_ms {
+    let delay_ms = match a.start_at {
         Some(t) => {
             let d = delay_until(t);
             if d > 3_600_000 {
@@ -78,7 +100,7 @@ pub fn run(a: Args) -> i32 {
             }
             d
         }
-        None => a.delay_ms,
+        None => a.delay,
     };
     // A bucket log directory: capture into a local staging folder, then upload the session.
     let bucket = xlens_store::bucket_url(&a.logdir).map(|u| u.trim_end_matches('/').to_string());

@@ -1,0 +1,81 @@
+//! `xlens tool NAME PATH`: one tool of the registry, with the common arguments and the tool's
+//! own parameters, printed as text, JSON or CSV.
+
+use crate::out::{exit_if_unread, print_output, Format};
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use xlens_analysis::tools;
+
+/// What every `xlens tool NAME` takes besides the tool's own parameters.
+#[derive(clap::Args)]
+struct ToolCommon {
+    /// A log directory, one session directory, or one profile file.
+    path: PathBuf,
+    /// Only this host.
+    #[arg(long)]
+    host: Option<String>,
+    /// Only this session (default: every session found below PATH).
+    #[arg(long)]
+    run: Option<String>,
+    /// Shorthand for --format json.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+/// The `tool` command: one subcommand per tool of the registry, each with the common arguments
+/// and the tool's own parameters.
+pub fn command() -> clap::Command {
+    let mut c = clap::Command::new("tool")
+        .about("Run one tool (what the server serves) and print its output.")
+        .subcommand_required(true)
+        .subcommand_value_name("TOOL")
+        // An unknown name reaches `run`, which lists the tools.
+        .allow_external_subcommands(true);
+    for t in tools::TOOLS {
+        let i = t.info();
+        let sub = t.args(<ToolCommon as clap::Args>::augment_args(
+            clap::Command::new(i.name),
+        ));
+        // After the parameters' own derive, which sets the struct's doc comment as `about`.
+        c = c.subcommand(sub.about(i.description));
+    }
+    c
+}
+
+/// Runs the tool that `m` (the `tool` command's matches) names.
+pub fn run(m: &clap::ArgMatches) -> Result<()> {
+    let Some((name, m)) = m.subcommand() else {
+        bail!("name a tool; `xlens tools` lists them");
+    };
+    let tool = tools::find(name)?;
+    let common =
+        <ToolCommon as clap::FromArgMatches>::from_arg_matches(m).unwrap_or_else(|e| e.exit());
+    let reads = tool.info().reads;
+    let run = crate::open::open_run_reading(
+        &common.path,
+        common.host.as_deref(),
+        common.run.as_deref(),
+        reads,
+    )?;
+    let out = tool.run_args(&run, m)?;
+    for h in &run.hosts {
+        if let Some(note) = h
+            .analysis
+            .as_ref()
+            .ok()
+            .and_then(|a| a.profile().partial_read.clone())
+        {
+            eprintln!("xlens: {}: read for {name}: {note}", h.path().display());
+        }
+    }
+    let f = common.format.unwrap_or(if common.json {
+        Format::Json
+    } else {
+        Format::Text
+    });
+    print_output(name, &out, f)?;
+    exit_if_unread(&run);
+    Ok(())
+}
