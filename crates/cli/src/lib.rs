@@ -7,7 +7,6 @@
 
 pub mod alloc;
 mod cmd;
-mod mapped;
 mod open;
 mod out;
 mod summaries;

@@ -5,8 +5,8 @@ use anyhow::{bail, Result};
 use std::path::Path;
 use std::sync::Arc;
 use xlens_analysis::base::context::{Analysis, Run};
-use xlens_analysis::base::load::Reads;
 use xlens_analysis::tools;
+use xlens_loader::Reads;
 use xlens_store::Session;
 
 /// The sessions below `path` (a log directory, session, profile file or bucket URL).
@@ -41,7 +41,7 @@ pub fn open_run_reading(
     }
     let sessions = tools::select_host(&sessions, host)?;
     Ok(Run::new(sessions, move |h| {
-        crate::mapped::load_for(h, reads, xlens_store::Paging::Ahead)
+        xlens_loader::open(h, xlens_loader::Policy::command(reads))
             .map(|p| Arc::new(Analysis::new(Arc::new(p))))
             .map_err(|e| e.to_string())
     }))

@@ -35,7 +35,7 @@ pub struct HostTiming {
     pub source: Source,
     pub ms: f64,
     /// Event stats the decode left out as no summary reads them
-    /// ([`xlens_analysis::base::load::SUMMARY_UNUSED_STATS`]).
+    /// ([`xlens_loader::SUMMARY_UNUSED_STATS`]).
     pub stats_left_out: u64,
 }
 
@@ -133,11 +133,7 @@ fn head(session: &Session, file: &HostFile, cache: &SummaryCache, shared: &Shari
     }
     // Pages come in as the decoder reaches them and go as it passes them: a host's file is
     // never resident all at once beside the pages kept from the host before.
-    match crate::mapped::load_for(
-        file,
-        xlens_analysis::base::load::Reads::Summary,
-        xlens_store::Paging::OnDemand,
-    ) {
+    match xlens_loader::open(file, xlens_loader::Policy::summary()) {
         Ok(p) => {
             let left_out = p.stats_left_out;
             let a = Analysis::new(std::sync::Arc::new(p));

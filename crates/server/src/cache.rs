@@ -211,20 +211,11 @@ impl ProfileCache {
     }
 
     fn load(&self, file: &HostFile) -> Result<Arc<Analysis>, String> {
-        {
-            let path = file.path.clone();
-            // A bug in an importer must not take the server down: report it as this file's error.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                xlens_analysis::base::load::load_host(file)
-            })) {
-                Ok(Ok(p)) => Ok(Arc::new(Analysis::new(Arc::new(p)))),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!(
-                    "{}: the importer crashed on this file (a bug in xlens; please report it)",
-                    path.display()
-                )),
-            }
-        }
+        // Copied (files may change under a long-running server), and a bug in an importer
+        // reported as this file's error rather than taking the server down.
+        xlens_loader::open(file, xlens_loader::Policy::server())
+            .map(|p| Arc::new(Analysis::new(Arc::new(p))))
+            .map_err(|e| e.to_string())
     }
 
     /// Whether `file` has been loaded (or failed to load) already.

@@ -177,6 +177,7 @@ const SNIFF_FIRST_STEP: u64 = 16 << 10;
 /// object has closed (what more text cannot change). A PyTorch trace writes both within its
 /// first few KiB: the NCCL sample settles in 16 KiB, where reading and inflating 256 KiB was most
 /// of a `discover` of it.
+#[cfg(any(test, feature = "cloud"))]
 pub(crate) fn sniff_head(raw: &[u8]) -> (bool, Option<i64>) {
     sniff_from(raw)
 }

@@ -19,7 +19,7 @@ pub trait Tool: Sync + 'static {
     /// Its result.
     type Output: Serialize + Send + Sync + 'static;
     /// What it needs read of a file when it runs alone (the command line's `xlens TOOL FILE`).
-    const READS: crate::base::load::Reads = crate::base::load::Reads::Everything;
+    const READS: xlens_loader::Reads = xlens_loader::Reads::Everything;
 
     fn run(run: &Run, params: &Self::Params) -> Result<Self::Output, ToolError>;
     fn text(out: &Self::Output) -> String;

@@ -1696,10 +1696,7 @@ mod tests {
 
     #[test]
     fn query_all_merges_nothing() {
-        let idx = TraceIndex::build(vec![(
-            "h".into(),
-            Arc::new(crate::base::load::jax_fixture()),
-        )]);
+        let idx = TraceIndex::build(vec![("h".into(), Arc::new(crate::jax_fixture()))]);
         let (s, e) = idx.span;
         let v = idx.query_all(s, e);
         assert!(v.summaries.is_empty());
@@ -1718,10 +1715,7 @@ mod tests {
 
     #[test]
     fn two_thread_queries_equal_one_walk() {
-        let profiles = [
-            crate::base::load::jax_fixture(),
-            synthetic_profile(20_000, 4),
-        ];
+        let profiles = [crate::jax_fixture(), synthetic_profile(20_000, 4)];
         for p in profiles {
             let idx = TraceIndex::build(vec![("h".into(), Arc::new(p))]);
             let (s, e) = idx.span;

@@ -68,7 +68,7 @@ pub struct ToolInfo {
     pub description: &'static str,
     /// What it needs read of a file when it runs alone.
     #[serde(skip)]
-    pub reads: crate::base::load::Reads,
+    pub reads: xlens_loader::Reads,
 }
 
 /// A tool behind the registry, its types erased.

@@ -107,7 +107,7 @@ impl Tool for TemporalBreakdownTool {
     type Output = PerHost<TemporalBreakdown>;
     /// GPU events, the launches they join to, and `ProfilerStep` annotations (see
     /// [`crate::base::pytorch::hta`]); host operator slices are not used.
-    const READS: crate::base::load::Reads = crate::base::load::Reads::GpuActivity;
+    const READS: xlens_loader::Reads = xlens_loader::Reads::GpuActivity;
 
     fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
         Ok(PerHost::of(Self::NAME, run, temporal_breakdown))

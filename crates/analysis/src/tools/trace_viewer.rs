@@ -257,7 +257,7 @@ mod tests {
             let Some(h) = sessions.first().and_then(|s| s.hosts.first()) else {
                 panic!("{run}: no fixture");
             };
-            let p = crate::base::load::load_host(h).expect("fixture loads");
+            let p = xlens_loader::load_host(h).expect("fixture loads");
             let idx = TraceIndex::build(vec![("h".into(), Arc::new(p))]);
             let (s, e) = idx.span;
             for (a, b, w) in [(s, e, 1500), (s + (e - s) / 3, s + (e - s) / 2, 400)] {

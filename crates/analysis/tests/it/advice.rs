@@ -17,7 +17,7 @@ fn advice_of(rel: &str) -> Advice {
         .map(|e| e.path())
         .find(|p| p.to_string_lossy().contains(".xplane.pb"))
         .unwrap();
-    let p = xlens_analysis::base::load::load_path(&file, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(&file, xlens_store::Format::XSpace).unwrap();
     let a = advise(&analysis(p)).expect("advice");
     // The tool the advice sends the reader to is one `xlens tool` runs.
     assert!(

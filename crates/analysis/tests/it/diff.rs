@@ -269,7 +269,7 @@ fn ops_are_matched_by_structure_across_compilations() {
     let d = diff_of(&base, &new, OpsScope::All);
     let hlo = |p: &Path| {
         let f = p.join("vm.xplane.pb.gz");
-        let prof = xlens_analysis::base::load::load_path(&f, xlens_store::Format::XSpace).unwrap();
+        let prof = xlens_loader::load_path(&f, xlens_store::Format::XSpace).unwrap();
         xlens_analysis::base::hlo::modules::hlo_index(&prof)
     };
     let (hb, hn) = (hlo(&base), hlo(&new));

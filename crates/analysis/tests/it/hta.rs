@@ -75,7 +75,7 @@ fn run_on(tool: &str, file: &Path) -> Value {
 /// a full read, on every sample; and the partial read says what it left out.
 #[test]
 fn partial_reads_answer_as_full_reads() {
-    use xlens_analysis::base::load::Reads;
+    use xlens_loader::Reads;
     let partial: Vec<&str> = xlens_analysis::tools::infos()
         .into_iter()
         .filter(|i| i.reads != Reads::Everything)

@@ -383,7 +383,7 @@ fn live_xprof_agreement() {
 fn overview_states_memory_headroom_when_the_profile_gives_capacity() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/logdir/plugins/profile/tpu_inference/tpu_inference_2.xplane.pb.gz");
-    let p = xlens_analysis::base::load::load_path(&dir, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(&dir, xlens_store::Format::XSpace).unwrap();
     let h = xlens_analysis::tools::overview::host_overview("tpu", &common::analysis(p));
     let m = h.memory_headroom.expect("TPU profile states its memory");
     // Peak 20 GiB (the memory viewer's jit_f) of 31.25 GiB (what the allocators report).

@@ -17,8 +17,7 @@ use xlens_analysis::base::memory::profile::memory_profile;
 
 fn profile(name: &str) -> MemoryProfile {
     let path = root().join(format!("fixtures/pytorch/memory/{name}.json.gz"));
-    let p = xlens_analysis::base::load::load_path(&path, xlens_store::Format::ChromeTrace)
-        .expect("load");
+    let p = xlens_loader::load_path(&path, xlens_store::Format::ChromeTrace).expect("load");
     memory_profile(&p)
 }
 

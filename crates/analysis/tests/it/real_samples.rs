@@ -4,7 +4,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use xlens_analysis::base::load::load_host;
+use xlens_loader::load_host;
 use xlens_model::Profile;
 
 fn root() -> PathBuf {
@@ -145,7 +145,7 @@ fn committed_fixtures_match_the_independent_decoder() {
 #[test]
 fn times_are_absolute_picoseconds() {
     let f = fixtures_logdir().join("plugins/profile/jax_mlp_small/vm.xplane.pb");
-    let p = xlens_analysis::base::load::load_path(&f, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(&f, xlens_store::Format::XSpace).unwrap();
     // The file's Task Environment says the profile ran from 1795960640061363343 ns to
     // 1795960640239793733 ns; every event lies inside that window.
     let (s, e) = p.span().unwrap();

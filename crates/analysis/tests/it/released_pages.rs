@@ -102,8 +102,8 @@ fn line_names_survive_their_pages_being_given_back() {
             std::fs::write(&file, &bytes).expect("temp file");
             let read = xlens_store::read_path(&file, Format::XSpace).expect("read");
             let _ = std::fs::remove_file(&file);
-            let p =
-                xlens_analysis::base::load::decode_bytes(&read, Format::XSpace).expect("decode");
+            let p = xlens_loader::decode(&read, Format::XSpace, xlens_loader::Reads::Everything)
+                .expect("decode");
             assert_eq!(line_names(&p), want, "{run}, line at byte {ls}");
             tried += 1;
         }

@@ -7,7 +7,21 @@ use crate::common;
 
 use xlens_analysis::base::context::Analysis;
 use xlens_analysis::base::hosts::summary::{heap_bytes_of_all, HostSummary, SharedText};
-use xlens_analysis::base::load::{load_host_for, Reads, SUMMARY_UNUSED_STATS};
+use xlens_loader::{Policy, Reads, SUMMARY_UNUSED_STATS};
+
+/// Loads `h` reading only what `reads` says.
+fn load_host_for(
+    h: &xlens_store::HostFile,
+    reads: Reads,
+) -> Result<xlens_model::Profile, xlens_loader::LoadError> {
+    xlens_loader::open(
+        h,
+        Policy {
+            reads,
+            ..Policy::default()
+        },
+    )
+}
 use xlens_model::Profile;
 
 /// Every stat of every event, by name and value (as text), in order; without flow stats on the

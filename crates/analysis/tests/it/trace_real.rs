@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use xlens_analysis::base::load::load_path;
 use xlens_analysis::base::trace::TraceIndex;
+use xlens_loader::load_path;
 use xlens_store::Format;
 
 fn fixture(run: &str) -> PathBuf {

@@ -77,7 +77,7 @@ pub fn run(a: Args) -> Result<()> {
     let reps = reps.max(1);
     // As `xlens tool TOOL` reads the file for that tool alone; everything when others follow.
     let reads = if then_all {
-        xlens_analysis::base::load::Reads::Everything
+        xlens_loader::Reads::Everything
     } else {
         tools::find(tool)?.info().reads
     };
@@ -93,26 +93,14 @@ pub fn run(a: Args) -> Result<()> {
     // read time is then counted in the decode's.
     let mut read_with_decode = false;
     for _ in 0..reps {
-        let t0 = Instant::now();
         // As `xlens tool` reads it.
-        let (profile, t1) =
-            match xlens_analysis::base::load::load_inflating(&host.path, host.format, reads)? {
-                Some((profile, len)) => {
-                    read_with_decode = true;
-                    bytes_len = len;
-                    (profile, t0)
-                }
-                None => {
-                    let bytes = crate::mapped::map(&host, xlens_store::Paging::Ahead)?;
-                    let t1 = Instant::now();
-                    let profile =
-                        xlens_analysis::base::load::decode_bytes_for(&bytes, host.format, reads)
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", host.path.display()))?;
-                    bytes_len = bytes.bytes().len();
-                    (profile, t1)
-                }
-            };
-        let t2 = Instant::now();
+        let (profile, timing) = xlens_loader::open_timed(
+            &host.path,
+            host.format,
+            xlens_loader::Policy::command(reads),
+        )?;
+        read_with_decode = timing.read_s.is_none();
+        bytes_len = timing.bytes;
         events = profile.event_count();
         partial_read.clone_from(&profile.partial_read);
         model_bytes = profile.heap_bytes();
@@ -153,9 +141,9 @@ pub fn run(a: Args) -> Result<()> {
                 switch.push((t.info().name, c, time(t)?));
             }
         }
-        best_read = best_read.min((t1 - t0).as_secs_f64());
-        best_decode = best_decode.min((t2 - t1).as_secs_f64());
-        decodes.push((t2 - t1).as_secs_f64());
+        best_read = best_read.min(timing.read_s.unwrap_or(0.0));
+        best_decode = best_decode.min(timing.decode_s);
+        decodes.push(timing.decode_s);
         best_tool = best_tool.min((t4 - t3).as_secs_f64());
     }
     let peak_kib = status_kib("VmHWM:").unwrap_or(0);

@@ -42,7 +42,7 @@ pub fn run(a: Args) -> Result<()> {
                 .and_then(|s| s.hosts.first())
                 .cloned()
                 .context("no profile file found")?;
-            let p = xlens_analysis::base::load::load_host(&host)?;
+            let p = xlens_loader::load_host(&host)?;
             (host.path.display().to_string(), p)
         }
         (None, None) => anyhow::bail!("give a FILE or --synthetic N"),

@@ -249,7 +249,7 @@ fn fail(e: &CaptureError) -> i32 {
 
 /// One line from the loader, so an empty capture shows at once.
 fn summary(file: &std::path::Path) -> String {
-    match xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace) {
+    match xlens_loader::load_path(file, xlens_store::Format::XSpace) {
         Ok(p) => {
             let a = xlens_analysis::base::context::Analysis::new(std::sync::Arc::new(p));
             let r =

@@ -106,7 +106,7 @@ pub fn run(a: Args) -> Result<()> {
     let left_out = if left_out > 0 {
         format!(
             "; {left_out} event stats that no summary reads ({}) left out of the decodes",
-            xlens_analysis::base::load::SUMMARY_UNUSED_STATS.join(", ")
+            xlens_loader::SUMMARY_UNUSED_STATS.join(", ")
         )
     } else {
         String::new()

@@ -178,7 +178,7 @@ fn bad_paths_and_files_get_clear_errors() {
 fn a_truncated_file_is_an_error_naming_it() {
     // A file cut short (a copy interrupted, a writer not finished) is a decode error naming it,
     // in the host's entry of the answer. A file truncated while it is mapped is the SIGBUS
-    // handler's case, tested in `mapped::tests`.
+    // handler's case, tested in `xlens_loader`'s `sigbus::tests`.
     let d = tmp("truncated").join("plugins/profile/run");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("vm.xplane.pb");

@@ -1,5 +1,5 @@
 //! The Chrome-trace importer target: structure-aware JSON mutation of real PyTorch traces,
-//! decoded with `xlens_chrome::decode` (what `decode_bytes` calls for `Format::ChromeTrace`) and
+//! decoded with `xlens_chrome::decode` (what `xlens_loader::decode` calls for `Format::ChromeTrace`) and
 //! with the partial read of a first answer (`decode_with` and `GPU_ACTIVITY`);
 //! decoded profiles go on to the analysis tools every `tools_every`-th time.
 

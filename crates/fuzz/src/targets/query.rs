@@ -301,7 +301,7 @@ impl QueryTarget {
             .with_context(|| format!("writing {}", torch_dst.display()))?;
 
         let load = |path: &Path, format: Format| -> Result<Run> {
-            let p = xlens_analysis::base::load::load_path(path, format)
+            let p = xlens_loader::load_path(path, format)
                 .with_context(|| format!("loading {}", path.display()))?;
             Ok(super::single_run(p, format))
         };

@@ -1,5 +1,5 @@
 //! The XSpace importer target: structure-aware protobuf mutation of real profiles, decoded
-//! with `xlens_xspace` (what `xlens_analysis::base::load::decode_bytes` calls for
+//! with `xlens_xspace` (what `xlens_loader::decode` calls for
 //! `Format::XSpace`); decoded profiles go on to the analysis tools every `tools_every`-th time.
 
 use anyhow::Result;

@@ -96,7 +96,7 @@ fn a_trace_reads_back_with_its_spans_threads_and_steps() {
     assert!(times[0] < times[1] && times[0] > 1_600_000_000_000_000_000);
 
     // Spans nest: forward and backward inside their step, on the same line.
-    let p = xlens_analysis::base::load::load_path(&file, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(&file, xlens_store::Format::XSpace).unwrap();
     let plane = p.plane("/host:CPU").unwrap();
     let main = plane
         .lines

@@ -13,7 +13,7 @@ fn summaries_survive_parquet() {
     let mut checked = 0;
     for s in &sessions {
         for h in &s.hosts {
-            let p = xlens_analysis::base::load::load_host(h).unwrap();
+            let p = xlens_loader::load_host(h).unwrap();
             let a = Analysis::new(Arc::new(p));
             let summary = HostSummary::of(&s.name, h, &a);
             let files = xlens_tables::to_parquet(&summary).unwrap();
@@ -38,9 +38,7 @@ fn a_table_of_the_wrong_shape_is_named() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/logdir/plugins/profile/jax_mlp_small");
     let s = &xlens_store::discover(&root).unwrap()[0];
-    let a = Analysis::new(Arc::new(
-        xlens_analysis::base::load::load_host(&s.hosts[0]).unwrap(),
-    ));
+    let a = Analysis::new(Arc::new(xlens_loader::load_host(&s.hosts[0]).unwrap()));
     let files = xlens_tables::to_parquet(&HostSummary::of(&s.name, &s.hosts[0], &a)).unwrap();
     // The steps table where the ops table should be.
     let err = xlens_tables::from_parquet(|t| {

@@ -841,7 +841,7 @@ mod tests {
         ] {
             for f in std::fs::read_dir(format!("{dir}/{run}")).unwrap() {
                 let path = f.unwrap().path();
-                let p = crate::base::load::load_path(&path, xlens_store::Format::XSpace).unwrap();
+                let p = xlens_loader::load_path(&path, xlens_store::Format::XSpace).unwrap();
                 let idx = hlo_index(&p);
                 let names = OpNames::of(&p);
                 assert!(!idx.modules.is_empty(), "{run}");

@@ -927,7 +927,7 @@ mod tests {
 
     #[test]
     fn the_result_does_not_depend_on_who_takes_which_line() {
-        let p = crate::base::load::jax_fixture();
+        let p = crate::jax_fixture();
         let json = |db: &OpMetricsDb| serde_json::to_string(db).expect("json");
         // Everything on one thread, in line order of work.
         let alone = OpMetricsJob::new(&p).finish();

@@ -2197,7 +2197,7 @@ mod tests {
 
     #[test]
     fn flattening_from_the_flow_lists_equals_reading_the_stats() {
-        let p = crate::base::load::jax_fixture();
+        let p = crate::jax_fixture();
         let k = Keys::new(&p);
         let listed = p
             .planes
@@ -2362,7 +2362,7 @@ mod tests {
 
     #[test]
     fn host_step_events_on_two_threads_equal_one_pass() {
-        let p = crate::base::load::jax_fixture();
+        let p = crate::jax_fixture();
         let k = Keys::new(&p);
         let mut flat = flatten(&p, &k).merge();
         let (names, groups) = group_events(&mut flat);

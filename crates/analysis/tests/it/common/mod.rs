@@ -23,8 +23,7 @@ pub fn fixture_file(run: &str) -> PathBuf {
 
 /// A fixture run decoded into the model.
 pub fn load(run: &str) -> Profile {
-    xlens_analysis::base::load::load_path(&fixture_file(run), xlens_store::Format::XSpace)
-        .expect("load")
+    xlens_loader::load_path(&fixture_file(run), xlens_store::Format::XSpace).expect("load")
 }
 
 /// A profile's analysis context (derived analyses computed on first use).
@@ -40,7 +39,7 @@ pub fn load_analysis(run: &str) -> xlens_analysis::base::context::Analysis {
 /// The run over `sessions`, each host loaded from its file.
 pub fn open_run(sessions: Vec<xlens_store::Session>) -> xlens_analysis::base::context::Run {
     xlens_analysis::base::context::Run::new(sessions, |h| {
-        xlens_analysis::base::load::load_host(h)
+        xlens_loader::load_host(h)
             .map(|p| std::sync::Arc::new(analysis(p)))
             .map_err(|e| e.to_string())
     })
@@ -49,12 +48,18 @@ pub fn open_run(sessions: Vec<xlens_store::Session>) -> xlens_analysis::base::co
 /// [`open_run`], each host read only as far as `reads` says.
 pub fn open_run_for(
     sessions: Vec<xlens_store::Session>,
-    reads: xlens_analysis::base::load::Reads,
+    reads: xlens_loader::Reads,
 ) -> xlens_analysis::base::context::Run {
     xlens_analysis::base::context::Run::new(sessions, move |h| {
-        xlens_analysis::base::load::load_host_for(h, reads)
-            .map(|p| std::sync::Arc::new(analysis(p)))
-            .map_err(|e| e.to_string())
+        xlens_loader::open(
+            h,
+            xlens_loader::Policy {
+                reads,
+                ..Default::default()
+            },
+        )
+        .map(|p| std::sync::Arc::new(analysis(p)))
+        .map_err(|e| e.to_string())
     })
 }
 

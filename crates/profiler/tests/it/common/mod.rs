@@ -39,7 +39,7 @@ pub fn workload() -> i64 {
 
 /// Event counts by name in a file, as xlens reads it; and the thread (line) names.
 pub fn xlens_counts(file: &Path) -> (BTreeMap<String, usize>, Vec<String>) {
-    let p = xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(file, xlens_store::Format::XSpace).unwrap();
     let mut counts = BTreeMap::new();
     let mut lines = Vec::new();
     for plane in &p.planes {
@@ -59,7 +59,7 @@ pub fn xlens_counts(file: &Path) -> (BTreeMap<String, usize>, Vec<String>) {
 
 /// Steps xlens finds: (annotation name, count).
 pub fn xlens_steps(file: &Path) -> (String, usize) {
-    let p = xlens_analysis::base::load::load_path(file, xlens_store::Format::XSpace).unwrap();
+    let p = xlens_loader::load_path(file, xlens_store::Format::XSpace).unwrap();
     let a = xlens_analysis::base::context::Analysis::new(std::sync::Arc::new(p));
     // Every annotated step, as written (the views show XProf's table, less the first and last).
     let s = a.steps();

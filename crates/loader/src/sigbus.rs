@@ -1,14 +1,14 @@
-//! One-shot commands read profiles through a memory mapping rather than a copy (no copy, no fresh
-//! pages: a large file is ready in a fraction of the time). A mapped file that another process
-//! truncates while it is decoded raises SIGBUS; the handler here turns that into an error naming
-//! the file and a clean exit instead of a crash. The server, a long-running process serving
-//! several runs, copies files instead (`xlens_store::read`).
+//! [`Bytes::Map`](crate::Bytes::Map): one-shot commands read profiles through a memory mapping
+//! rather than a copy (no copy, no fresh pages: a large file is ready in a fraction of the
+//! time). A mapped file that another process truncates while it is decoded raises SIGBUS; the
+//! handler here turns that into an error naming the file and a clean exit instead of a crash.
+//! The server, a long-running process serving several runs, copies files instead
+//! ([`Bytes::Copy`](crate::Bytes::Copy)).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Once;
-use xlens_analysis::base::load::{decode_bytes_for, LoadError, Reads};
-use xlens_model::Profile;
-use xlens_store::{FileBytes, HostFile, Paging};
+use xlens_store::{FileBytes, Format, Paging, StoreError};
 
 /// The path of the file being mapped, for the handler's message (a leaked, never-freed string:
 /// a one-shot process maps a few files).
@@ -50,36 +50,21 @@ fn install_handler() {
     });
 }
 
-/// Maps a host file, with the SIGBUS handler in place.
-pub fn map(file: &HostFile, paging: Paging) -> Result<FileBytes, LoadError> {
+/// Maps a profile file, with the SIGBUS handler in place.
+pub(crate) fn map(path: &Path, format: Format, paging: Paging) -> Result<FileBytes, StoreError> {
     install_handler();
-    let path = Box::new(file.path.to_string_lossy().into_owned().into_bytes());
-    CURRENT.store(Box::into_raw(path), Ordering::Release);
+    let shown = Box::new(path.to_string_lossy().into_owned().into_bytes());
+    CURRENT.store(Box::into_raw(shown), Ordering::Release);
     // SAFETY: a truncation while mapped raises SIGBUS, which the handler above turns into an
     // error message and exit.
-    unsafe { xlens_store::map(file, paging) }.map_err(LoadError::from)
-}
-
-/// Loads a host file through a mapping, reading only what `reads` says.
-pub fn load_for(file: &HostFile, reads: Reads, paging: Paging) -> Result<Profile, LoadError> {
-    // A gzip trace is inflated into memory (nothing to map), its head parsed as the rest
-    // inflates.
-    if let Some((p, _)) =
-        xlens_analysis::base::load::load_inflating(&file.path, file.format, reads)?
-    {
-        return Ok(p);
-    }
-    let bytes = map(file, paging)?;
-    decode_bytes_for(&bytes, file.format, reads).map_err(|source| LoadError::Decode {
-        path: file.path.clone(),
-        source,
-    })
+    unsafe { xlens_store::map_path(path, format, paging) }
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
     use std::process::Command;
+    use xlens_store::Paging;
 
     const CHILD_FILE: &str = "XLENS_MAPPED_TEST_FILE";
 
@@ -93,16 +78,16 @@ mod tests {
         };
         let session = &xlens_store::discover(&path).unwrap()[0];
         let host = &session.hosts[0];
-        let bytes = super::map(host, xlens_store::Paging::Ahead).unwrap();
+        let bytes = super::map(&host.path, host.format, Paging::Ahead).unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(bytes.bytes().len() as u64 / 4).unwrap();
-        let _ = super::decode_bytes_for(&bytes, host.format, super::Reads::default());
+        let _ = crate::decode(&bytes, host.format, crate::Reads::default());
         panic!("decoding a file truncated under its mapping did not raise SIGBUS");
     }
 
     #[test]
     fn a_file_truncated_while_mapped_is_an_error_naming_it() {
-        let dir = std::env::temp_dir().join(format!("xlens-mapped-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("xlens-sigbus-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("vm.xplane.pb");
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -111,7 +96,7 @@ mod tests {
         let before = std::fs::metadata(&f).unwrap().len();
         let out = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "--include-ignored", "--nocapture"])
-            .arg("mapped::tests::child_truncates_the_file_under_its_mapping")
+            .arg("sigbus::tests::child_truncates_the_file_under_its_mapping")
             .env(CHILD_FILE, &f)
             .output()
             .unwrap();
