@@ -14,6 +14,7 @@ pub mod balance;
 mod events;
 mod stats;
 mod strings;
+pub mod synthetic;
 pub mod threads;
 
 pub use events::{Events, EventsBuilder, FlowRef, Flows};
