@@ -321,12 +321,16 @@ fn classify(
 /// binned by step.
 fn cpu_busy_by_step(a: &Analysis) -> Option<std::collections::HashMap<i64, i64>> {
     a.step_ops().map(|bins| {
-        let mut by_start = std::collections::HashMap::new();
+        let mut by_step = vec![0i64; bins.steps.steps.len()];
         for &(si, _, d) in &bins.events {
-            if let Some(st) = bins.steps.steps.get(si as usize) {
-                let e = by_start.entry(st.start_ps).or_insert(0i64);
-                *e = e.saturating_add(d);
+            if let Some(t) = by_step.get_mut(si as usize) {
+                *t = t.saturating_add(d);
             }
+        }
+        let mut by_start = std::collections::HashMap::new();
+        for (st, t) in bins.steps.steps.iter().zip(by_step) {
+            let e = by_start.entry(st.start_ps).or_insert(0i64);
+            *e = e.saturating_add(t);
         }
         by_start
     })

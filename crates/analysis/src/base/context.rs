@@ -259,6 +259,7 @@ impl Analysis {
                     if framework_ops {
                         self.device();
                         self.host_framework_ops();
+                        self.op_passes_beside_the_steps();
                     }
                     beside();
                     job.help();
@@ -268,6 +269,20 @@ impl Analysis {
             let _ = self.op_metrics.set(Arc::new(job.finish()));
         }
         (self.step_db(), self.op_metrics())
+    }
+
+    /// What the overview, the report and the advice read after the steps and op metrics, each
+    /// a pass over the op events of its own, computed on the thread that does not group steps:
+    /// the op times (unless they come from the op metrics, which are being computed) and, on
+    /// CPU profiles, the op events binned by step (the advice's device busy).
+    fn op_passes_beside_the_steps(&self) {
+        let (source, _) = crate::base::ops::events::op_lines(&self.profile);
+        if source != Some(crate::base::ops::events::OpSource::DeviceXlaOps) {
+            self.op_times();
+        }
+        if self.device().kind == crate::base::device::DeviceKind::Cpu {
+            self.step_ops();
+        }
     }
 
     /// The HLO modules the profile carries ([`crate::base::hlo::modules`]).

@@ -128,6 +128,8 @@ impl HostReport {
 
 /// Summarises one host's profile.
 pub fn host_report(host: &str, file: &str, bytes: u64, a: &Analysis) -> HostReport {
+    // The steps, op metrics and op times the report and its advice read, on both cores.
+    a.steps_and_ops();
     let p = a.profile();
     let planes = p
         .planes

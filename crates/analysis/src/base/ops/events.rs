@@ -1,7 +1,6 @@
 //! Which events are "ops", and their time aggregated per op (occurrences, total and self time).
 
 use serde::Serialize;
-use std::collections::HashMap;
 use xlens_model::{Line, Plane, Profile, StrId};
 
 use crate::base::device::{device_planes, DeviceKind};
@@ -160,25 +159,52 @@ pub fn op_times(p: &Profile) -> OpTimes {
     let (source, lines) = op_lines(p);
     let hlo_op = p.key("hlo_op");
     let hlo_module = p.key("hlo_module");
-    let mut agg: HashMap<(StrId, StrId), OpTime> = HashMap::new();
+    let host_xla = source == Some(OpSource::HostXlaOps);
+    let mut agg: crate::base::fx::FxMap<(StrId, StrId), OpTime> = Default::default();
+    let mut self_times = Vec::new();
     for (plane, line) in lines {
         let ev = &line.events;
-        let self_times = ev.self_times();
+        ev.self_times_into(&mut self_times);
         for (i, &self_time) in self_times.iter().enumerate() {
+            let stats = ev.stats(i);
+            // XLA ops on host threads are the events with an `hlo_op` stat: most host events
+            // have no stats at all.
+            if host_xla && stats.is_empty() {
+                continue;
+            }
             let Some(md) = plane.metadata_of(line, i) else {
                 continue;
             };
-            let stats = ev.stats(i);
+            // One pass over the event's stats for `hlo_op` and `hlo_module`.
+            let (mut has_hlo_op, mut module) = (false, None);
+            stats.select(
+                |k| {
+                    if Some(k) == hlo_op {
+                        Some(0)
+                    } else if Some(k) == hlo_module {
+                        Some(1)
+                    } else {
+                        None
+                    }
+                },
+                |which, v| {
+                    if which == 0 {
+                        has_hlo_op = true;
+                    } else if module.is_none() {
+                        module = Some(v);
+                    }
+                },
+            );
             let is_op = match source {
-                Some(OpSource::HostXlaOps) => hlo_op.is_some_and(|k| stats.get(k).is_some()),
+                Some(OpSource::HostXlaOps) => has_hlo_op,
                 Some(OpSource::HostFrameworkOps) => is_tf_op(p, plane, line, i),
                 _ => true,
             };
             if !is_op {
                 continue;
             }
-            let module = hlo_module
-                .and_then(|k| stats.get(k).or_else(|| md.stats().get(k)))
+            let module = module
+                .or_else(|| hlo_module.and_then(|k| md.stats().get(k)))
                 .and_then(|v| v.as_str_id())
                 .unwrap_or_default();
             let e = agg.entry((md.name, module)).or_insert_with(|| OpTime {
@@ -194,7 +220,10 @@ pub fn op_times(p: &Profile) -> OpTimes {
             e.self_time_ps = e.self_time_ps.saturating_add(self_time);
         }
     }
-    OpTimes::of(source, agg.into_values().collect())
+    // Ops of one self time and name (in different modules) in a fixed order.
+    let mut ops: Vec<OpTime> = agg.into_values().collect();
+    ops.sort_by(|a, b| (&a.name, &a.module, &a.long_name).cmp(&(&b.name, &b.module, &b.long_name)));
+    OpTimes::of(source, ops)
 }
 
 impl OpTimes {
