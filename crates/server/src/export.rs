@@ -99,23 +99,6 @@ fn section(
     (view.render(&out, &cx), Some(out))
 }
 
-/// The median step (by duration) of the first host with steps: its name and window.
-fn median_step(o: &Overview) -> Option<(String, (i64, i64))> {
-    let rows = &o
-        .hosts
-        .iter()
-        .find(|h| !h.steps.rows.is_empty())?
-        .steps
-        .rows;
-    let mut by_dur: Vec<_> = rows.iter().collect();
-    by_dur.sort_by_key(|r| (r.duration_ps, r.begin_ps));
-    let m = by_dur[(by_dur.len() - 1) / 2];
-    Some((
-        m.name.clone(),
-        (m.begin_ps, m.begin_ps.saturating_add(m.duration_ps.max(1))),
-    ))
-}
-
 fn advice_section(o: Option<&Overview>) -> Markup {
     let Some(o) = o else {
         return html! { p class="dim" { "No overview, so no advice." } };
@@ -280,7 +263,10 @@ pub fn export_html(
 
     // The trace window.
     let idx = run.trace_index()?;
-    let (mut window, mut note) = match (opts.window_ps, ov.and_then(median_step)) {
+    let (mut window, mut note) = match (
+        opts.window_ps,
+        ov.and_then(xlens_analysis::tools::overview::median_step),
+    ) {
         (Some(w), _) => (w, "given".to_string()),
         (None, Some((step, w))) => (w, format!("the median step ({step})")),
         (None, None) => (idx.span, "the whole trace (no steps)".to_string()),

@@ -51,6 +51,46 @@ pub struct MemoryViewerReport {
     pub memory_space: i64,
     pub module: Option<String>,
     pub hosts: Vec<HostMemoryViewer>,
+    /// Every host's modules by name, largest peak (over the hosts) first, for the page's module
+    /// selector; derived from `hosts`, so not in the JSON.
+    #[serde(skip)]
+    pub modules: Vec<ModuleChoice>,
+}
+
+/// One module of the run, over its hosts: the largest peak any host has for it, and the first
+/// host's trace event count and whether it could be analysed.
+#[derive(Debug, Clone)]
+pub struct ModuleChoice {
+    pub name: String,
+    pub peak_heap_bytes: i64,
+    pub trace_events: usize,
+    pub analysable: bool,
+}
+
+/// The modules of `hosts` merged by name, largest peak first (then by name).
+fn module_choices(hosts: &[HostMemoryViewer]) -> Vec<ModuleChoice> {
+    let mut mods: Vec<ModuleChoice> = Vec::new();
+    for m in hosts
+        .iter()
+        .filter_map(|h| h.viewer.as_ref())
+        .flat_map(|v| &v.modules)
+    {
+        match mods.iter_mut().find(|x| x.name == m.name) {
+            Some(x) => x.peak_heap_bytes = x.peak_heap_bytes.max(m.peak_heap_bytes),
+            None => mods.push(ModuleChoice {
+                name: m.name.clone(),
+                peak_heap_bytes: m.peak_heap_bytes,
+                trace_events: m.trace_events,
+                analysable: m.error.is_none(),
+            }),
+        }
+    }
+    mods.sort_by(|a, b| {
+        b.peak_heap_bytes
+            .cmp(&a.peak_heap_bytes)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    mods
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -116,6 +156,7 @@ pub fn report(run: &Run, module: Option<&str>, memory_space: i64) -> MemoryViewe
     MemoryViewerReport {
         memory_space,
         module: module.map(str::to_string),
+        modules: module_choices(&hosts),
         hosts,
     }
 }

@@ -393,6 +393,24 @@ pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
     }
 }
 
+/// The median step (by duration, then start) of the first host with steps: its name and
+/// window, for a trace window that shows a typical step.
+pub fn median_step(o: &Overview) -> Option<(String, (i64, i64))> {
+    let rows = &o
+        .hosts
+        .iter()
+        .find(|h| !h.steps.rows.is_empty())?
+        .steps
+        .rows;
+    let mut by_dur: Vec<_> = rows.iter().collect();
+    by_dur.sort_by_key(|r| (r.duration_ps, r.begin_ps));
+    let m = by_dur[(by_dur.len() - 1) / 2];
+    Some((
+        m.name.clone(),
+        (m.begin_ps, m.begin_ps.saturating_add(m.duration_ps.max(1))),
+    ))
+}
+
 /// How a PyTorch trace's steps are formed, as the page says it.
 pub const TORCH_STEP_DEFINITION: &str = "Steps as the PyTorch profiler's TensorBoard plugin (torch-tb-profiler) forms them: each ProfilerStep#N, from the previous step's end to the later of its own end and the end of the device work launched inside it; all steps kept.";
 

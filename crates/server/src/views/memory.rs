@@ -37,35 +37,10 @@ pub fn largest_module(
         .map(|m| ("module".to_string(), m.name.clone()))
 }
 
-/// One entry of the module selector (over every host's modules).
-struct ModuleChoice<'a> {
-    name: &'a str,
-    peak: i64,
-    trace_events: usize,
-    analysable: bool,
-}
-
 /// The memory viewer page.
 pub fn viewer_view(r: &MemoryViewerReport, _: &Cx) -> Markup {
     let space = r.memory_space;
-    let mut mods: Vec<ModuleChoice> = Vec::new();
-    for m in r
-        .hosts
-        .iter()
-        .filter_map(|h| h.viewer.as_ref())
-        .flat_map(|v| &v.modules)
-    {
-        match mods.iter_mut().find(|x| x.name == m.name) {
-            Some(x) => x.peak = x.peak.max(m.peak_heap_bytes),
-            None => mods.push(ModuleChoice {
-                name: &m.name,
-                peak: m.peak_heap_bytes,
-                trace_events: m.trace_events,
-                analysable: m.error.is_none(),
-            }),
-        }
-    }
-    mods.sort_by(|a, b| b.peak.cmp(&a.peak).then_with(|| a.name.cmp(b.name)));
+    let mods = &r.modules;
     // The resolved name of the module shown (the query may be a prefix or a program id).
     let chosen = r
         .hosts
@@ -80,9 +55,9 @@ pub fn viewer_view(r: &MemoryViewerReport, _: &Cx) -> Markup {
             @if !mods.is_empty() {
                 div class="mv-selbar" {
                     label { "Module " select name="module" form="nav" class="mv-module" aria-label="HLO module" {
-                        @for m in &mods {
+                        @for m in mods {
                             option value=(m.name) selected[m.name == chosen] {
-                                (m.name) " — peak " (fmt_bytes(m.peak))
+                                (m.name) " — peak " (fmt_bytes(m.peak_heap_bytes))
                                 @if !m.analysable { " · not analysable" }
                                 @else if m.trace_events == 0 { " · no heap trace" }
                             }

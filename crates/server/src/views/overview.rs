@@ -272,12 +272,12 @@ fn all_hosts(a: &AllHosts, cx: &Cx) -> Markup {
                 })
                 .render(a.stats.iter()))
             h3 { "Host × step: step time (" (n) " hosts × " (a.steps.len()) " steps; red: slower than the step's median over hosts)" }
-            (heatmap(&a.hosts, &a.steps, &a.step_time_ps, "step time"))
+            (heatmap(&a.hosts, &a.steps, &a.step_time_ps, &a.step_time_median_ps, "step time"))
             @for c in &a.categories {
                 @if c.ps.iter().flatten().any(|v| v.get().is_some_and(|x| x > 0)) {
                     details {
                         summary { "Host × step: " (c.label) }
-                        (heatmap(&a.hosts, &a.steps, &c.ps, c.label))
+                        (heatmap(&a.hosts, &a.steps, &c.ps, &c.median_ps, c.label))
                     }
                 }
             }
@@ -291,6 +291,7 @@ fn heatmap(
     hosts: &[String],
     steps: &[String],
     m: &[Vec<xlens_analysis::base::hosts::across::Cell>],
+    medians: &[Option<i64>],
     what: &str,
 ) -> Markup {
     let cw = (900.0 / steps.len().max(1) as f64).clamp(2.0, 24.0);
@@ -298,13 +299,6 @@ fn heatmap(
     let label = 90.0;
     let w = label + cw * steps.len() as f64;
     let h = ch * hosts.len() as f64;
-    let medians: Vec<Option<i64>> = (0..steps.len())
-        .map(|s| {
-            let mut v: Vec<i64> = m.iter().filter_map(|row| row[s].get()).collect();
-            v.sort_unstable();
-            v.get(v.len() / 2).copied()
-        })
-        .collect();
     html! {
         svg class="heatmap" width=(w) height=(h) viewBox=(format!("0 0 {w} {h}")) role="img" aria-label=(format!("{what} per host and step")) {
             @for (hi, host) in hosts.iter().enumerate() {
@@ -313,7 +307,7 @@ fn heatmap(
                 }
                 @for (si, v) in m[hi].iter().enumerate() {
                     @if let Some(v) = &v.get() {
-                        @let med = medians[si].unwrap_or(0);
+                        @let med = medians.get(si).copied().flatten().unwrap_or(0);
                         @let ratio = if med > 0 { *v as f64 / med as f64 } else { 1.0 };
                         @let red = ((ratio - 1.0) / 0.5).clamp(0.0, 1.0);
                         rect x=(f1(label + si as f64 * cw)) y=(f1(hi as f64 * ch)) width=(f1(cw)) height=(f1(ch))

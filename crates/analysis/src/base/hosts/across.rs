@@ -67,6 +67,10 @@ pub struct CategoryMatrix {
     pub label: &'static str,
     /// `[host][step]`, `None` where the host has no such step.
     pub ps: Vec<Vec<Cell>>,
+    /// Per step, the median over the hosts that have it (what the pages colour a cell
+    /// against); derived from `ps`, so not in the JSON.
+    #[serde(skip)]
+    pub median_ps: Vec<Option<i64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -99,6 +103,10 @@ pub struct AllHosts {
     pub steps: Vec<String>,
     /// `[host][step]` step time, `None` where the host has no such step.
     pub step_time_ps: Vec<Vec<Cell>>,
+    /// Per step, the median step time over the hosts that have it; derived from
+    /// `step_time_ps`, so not in the JSON.
+    #[serde(skip)]
+    pub step_time_median_ps: Vec<Option<i64>>,
     pub categories: Vec<CategoryMatrix>,
     pub straggler_threshold_percent: f64,
     /// Slowest first; empty when no host straggles.
@@ -117,6 +125,18 @@ fn median(v: &mut [i64]) -> Option<i64> {
         // The mean of the middle two, without overflow.
         v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2
     })
+}
+
+/// Per step (column) of a `[host][step]` matrix, the median over the hosts that have it.
+pub fn step_medians(m: &[Vec<Cell>], steps: usize) -> Vec<Option<i64>> {
+    let mut v = Vec::with_capacity(m.len());
+    (0..steps)
+        .map(|s| {
+            v.clear();
+            v.extend(m.iter().filter_map(|row| row.get(s).and_then(|c| c.get())));
+            median(&mut v)
+        })
+        .collect()
 }
 
 /// The median (as [`median`] takes it) of `sorted` less one occurrence of `leave` (which it
@@ -199,13 +219,17 @@ pub fn compare_hosts(
     let cats: Vec<CategoryMatrix> = categories
         .iter()
         .enumerate()
-        .map(|(ci, c)| CategoryMatrix {
-            id: c.id,
-            label: c.label,
-            ps: with
+        .map(|(ci, c)| {
+            let ps: Vec<Vec<Cell>> = with
                 .iter()
                 .map(|h| cell(h, &|r| r.breakdown_ps.get(ci).copied().unwrap_or(0)))
-                .collect(),
+                .collect();
+            CategoryMatrix {
+                id: c.id,
+                label: c.label,
+                median_ps: step_medians(&ps, steps.len()),
+                ps,
+            }
         })
         .collect();
 
@@ -350,6 +374,7 @@ pub fn compare_hosts(
         hosts: with.iter().map(|h| h.host.to_string()).collect(),
         hosts_without_steps: without,
         stats,
+        step_time_median_ps: step_medians(&step_time, steps.len()),
         steps,
         step_time_ps: step_time,
         categories: cats,
@@ -362,6 +387,19 @@ pub fn compare_hosts(
 mod tests {
     use super::*;
     use crate::base::steps::step_db::CATEGORIES;
+
+    #[test]
+    fn step_medians_take_the_hosts_that_have_the_step() {
+        let c = |v: Option<i64>| Cell::new(v);
+        let m = vec![
+            vec![c(Some(10)), c(Some(1)), c(None)],
+            vec![c(Some(30)), c(None), c(None)],
+            vec![c(Some(20)), c(Some(4)), c(None)],
+            vec![c(Some(40)), c(Some(7)), c(None)],
+        ];
+        // Step 0: 10, 20, 30, 40 (the mean of the middle two); step 1: 1, 4, 7; step 2: none.
+        assert_eq!(step_medians(&m, 3), vec![Some(25), Some(4), None]);
+    }
 
     fn row(name: &str, dur: i64, compute: i64) -> StepRow {
         let mut breakdown = [0; CATEGORIES.len()];
