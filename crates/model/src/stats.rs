@@ -365,6 +365,35 @@ impl<'a> Stats<'a> {
         }
     }
 
+    /// The values of two keys (the first stat of each), in one pass over the stats; a `None`
+    /// key is not looked for.
+    #[inline]
+    pub fn two(
+        &self,
+        a: Option<StrId>,
+        b: Option<StrId>,
+    ) -> (Option<StatValue>, Option<StatValue>) {
+        let (mut va, mut vb) = (None, None);
+        self.select(
+            |k| {
+                if Some(k) == a {
+                    Some(0)
+                } else if Some(k) == b {
+                    Some(1)
+                } else {
+                    None
+                }
+            },
+            |which, v| {
+                let slot = if which == 0 { &mut va } else { &mut vb };
+                if slot.is_none() {
+                    *slot = Some(v);
+                }
+            },
+        );
+        (va, vb)
+    }
+
     /// Whether a stat with this key is there; values are skipped, not decoded.
     #[inline]
     pub fn has(&self, key: StrId) -> bool {
@@ -420,6 +449,25 @@ impl<'a> IntoIterator for Stats<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_gives_the_first_value_of_each_key() {
+        let mut buf = Vec::new();
+        encode_stat(&mut buf, StrId(1), StatValue::I64(7));
+        encode_stat(&mut buf, StrId(2), StatValue::F64(0.5));
+        encode_stat(&mut buf, StrId(3), StatValue::U64(9));
+        encode_stat(&mut buf, StrId(3), StatValue::U64(10));
+        let stats = Stats::new(&buf);
+        assert_eq!(
+            stats.two(Some(StrId(3)), Some(StrId(1))),
+            (Some(StatValue::U64(9)), Some(StatValue::I64(7)))
+        );
+        assert_eq!(stats.two(None, Some(StrId(4))), (None, None));
+        assert_eq!(
+            stats.two(Some(StrId(2)), None),
+            (Some(StatValue::F64(0.5)), None)
+        );
+    }
 
     #[test]
     fn select_sees_exactly_the_picked_stats() {

@@ -176,25 +176,8 @@ pub fn op_times(p: &Profile) -> OpTimes {
                 continue;
             };
             // One pass over the event's stats for `hlo_op` and `hlo_module`.
-            let (mut has_hlo_op, mut module) = (false, None);
-            stats.select(
-                |k| {
-                    if Some(k) == hlo_op {
-                        Some(0)
-                    } else if Some(k) == hlo_module {
-                        Some(1)
-                    } else {
-                        None
-                    }
-                },
-                |which, v| {
-                    if which == 0 {
-                        has_hlo_op = true;
-                    } else if module.is_none() {
-                        module = Some(v);
-                    }
-                },
-            );
+            let (hlo, module) = stats.two(hlo_op, hlo_module);
+            let has_hlo_op = hlo.is_some();
             let is_op = match source {
                 Some(OpSource::HostXlaOps) => has_hlo_op,
                 Some(OpSource::HostFrameworkOps) => is_tf_op(p, plane, line, i),

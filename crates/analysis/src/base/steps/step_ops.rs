@@ -80,29 +80,13 @@ pub fn bin_steps(p: &Profile, steps: &Steps) -> Option<StepBins> {
                 continue;
             }
             // One pass over the event's stats for `hlo_op` and `program_id`.
-            let (mut has_hlo, mut pid) = (false, None);
-            stats.select(
-                |key| {
-                    if Some(key) == kh {
-                        Some(0)
-                    } else if Some(key) == kp {
-                        Some(1)
-                    } else {
-                        None
-                    }
-                },
-                |which, v| {
-                    if which == 0 {
-                        has_hlo = true;
-                    } else {
-                        pid = match v {
-                            StatValue::U64(u) => Some(u),
-                            StatValue::I64(i) => Some(i as u64),
-                            _ => None,
-                        };
-                    }
-                },
-            );
+            let (hlo, pid_stat) = stats.two(kh, kp);
+            let has_hlo = hlo.is_some();
+            let mut pid = pid_stat.and_then(|v| match v {
+                StatValue::U64(u) => Some(u),
+                StatValue::I64(i) => Some(i as u64),
+                _ => None,
+            });
             if host_xla && !has_hlo {
                 continue;
             }
