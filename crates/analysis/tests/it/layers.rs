@@ -55,7 +55,8 @@ fn tools_import_only_the_base() {
     let mut bad = Vec::new();
     for f in &files {
         for (n, l) in references(f) {
-            // `super::*` inside a tool's own `mod tests` is the tool itself.
+            // `super::*` inside a tool's own `mod tests`, or a part of a tool split into files
+            // (`tools/NAME/PART.rs`), is the tool itself.
             let own_tests = l == "use super::*;";
             let other = l
                 .split("crate::")
@@ -76,7 +77,22 @@ fn tools_import_only_the_base() {
 #[test]
 fn every_tool_module_is_registered() {
     let registry = std::fs::read_to_string(src().join("tools/mod.rs")).expect("tools/mod.rs");
-    for f in sources(&src().join("tools")) {
+    let tools = src().join("tools");
+    for f in sources(&tools) {
+        // A tool split into files: `tools/NAME.rs` and its parts under `tools/NAME/`.
+        if f.parent() != Some(tools.as_path()) {
+            let tool = f
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|s| s.to_str());
+            let owner = tool.map(|t| tools.join(format!("{t}.rs")));
+            assert!(
+                owner.as_ref().is_some_and(|o| o.is_file()),
+                "{}: a part of no tool",
+                f.display()
+            );
+            continue;
+        }
         let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         if name == "mod" || name == "output" {
             continue;
