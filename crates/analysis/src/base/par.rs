@@ -57,9 +57,23 @@ where
     ra
 }
 
+/// Runs every job of `jobs` once, on this thread and one other, each thread taking the next
+/// job not yet taken when it is done with one (list the costliest first). For independent
+/// memoised analyses of one profile, whose costs vary from profile to profile: a fixed split
+/// would leave one core waiting.
+pub fn each(jobs: &[&(dyn Fn() + Sync)]) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        while let Some(job) = jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            job();
+        }
+    };
+    join(work, work);
+}
+
 #[cfg(test)]
 mod tests {
-    use super::join;
+    use super::{each, join};
     use xlens_model::balance::two_way_split;
 
     fn heavier(costs: &[usize]) -> usize {
@@ -85,6 +99,23 @@ mod tests {
         let v: Vec<u64> = (0..1000).collect();
         let (a, b) = join(|| v.iter().sum::<u64>(), || v.len());
         assert_eq!((a, b), (499_500, 1000));
+    }
+
+    #[test]
+    fn each_job_runs_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let runs: Vec<AtomicUsize> = (0..7).map(|_| AtomicUsize::new(0)).collect();
+        let jobs: Vec<Box<dyn Fn() + Sync + '_>> = (0..7)
+            .map(|i| {
+                let r = &runs[i];
+                Box::new(move || {
+                    r.fetch_add(1, Ordering::Relaxed);
+                }) as Box<dyn Fn() + Sync>
+            })
+            .collect();
+        let refs: Vec<&(dyn Fn() + Sync)> = jobs.iter().map(|j| j.as_ref()).collect();
+        each(&refs);
+        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1));
     }
 
     #[test]

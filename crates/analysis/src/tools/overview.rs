@@ -183,17 +183,28 @@ fn ms(ps: i64) -> String {
 }
 
 pub fn host_overview(host: &str, a: &Analysis) -> HostOverview {
-    // A Chrome trace's operator tree and memory are passes over the events of their own: the
-    // other core takes them while this one groups steps and ops.
+    // A Chrome trace's passes of its own (the operator tree, memory, the events as HTA reads
+    // them, host ops) are independent of the step grouping and of each other: both cores take
+    // them, and the step grouping, as each comes free.
     let (db, ops) = if a.profile().key("cat").is_some() {
-        crate::base::par::join(
-            || {
+        crate::base::par::each(&[
+            &|| {
+                a.steps_and_ops();
+            },
+            &|| {
                 a.torch_views();
+            },
+            &|| {
                 a.headroom();
             },
-            || a.steps_and_ops(),
-        )
-        .1
+            &|| {
+                a.host_framework_ops();
+            },
+            &|| {
+                a.hta();
+            },
+        ]);
+        a.steps_and_ops()
     } else {
         a.steps_and_ops()
     };
