@@ -314,18 +314,56 @@ impl Micros {
 /// whole microsecond becomes that microsecond: rounding the exact times instead put a tenth of
 /// the nanosecond-resolution events 1 µs off HTA.
 fn float_rounded(written: i128, start: i64, dur: i64) -> (i64, i64) {
-    let as_f64 = |ps: i128| -> f64 {
-        let (w, f) = (ps.unsigned_abs() / 1_000_000, ps.unsigned_abs() % 1_000_000);
-        let sign = if ps < 0 { "-" } else { "" };
-        format!("{sign}{w}.{f:06}").parse().unwrap_or(f64::NAN)
-    };
-    let t = as_f64(written + i128::from(start));
-    let d = as_f64(i128::from(dur));
+    let t = micros_f64(written + i128::from(start));
+    let d = micros_f64(i128::from(dur));
     let back = |us: f64| -> i64 {
         let v = (us as i128) * 1_000_000 - written;
         i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
     };
     (back(t.ceil()), back((t + d).floor()))
+}
+
+/// `ps` picoseconds as the f64 microseconds a JSON reader makes of their text with six decimals
+/// (`-12.000345`): the text written into a buffer on the stack and parsed (correctly rounded),
+/// as [`micros_f64_by_format`] does through a formatted string, a heap allocation per time.
+fn micros_f64(ps: i128) -> f64 {
+    let a = ps.unsigned_abs();
+    let Ok(mut w) = u64::try_from(a / 1_000_000) else {
+        return micros_f64_by_format(ps);
+    };
+    let mut f = (a % 1_000_000) as u32;
+    let mut buf = [0u8; 32];
+    let mut n = buf.len();
+    for _ in 0..6 {
+        n -= 1;
+        buf[n] = b'0' + (f % 10) as u8;
+        f /= 10;
+    }
+    n -= 1;
+    buf[n] = b'.';
+    loop {
+        n -= 1;
+        buf[n] = b'0' + (w % 10) as u8;
+        w /= 10;
+        if w == 0 {
+            break;
+        }
+    }
+    if ps < 0 {
+        n -= 1;
+        buf[n] = b'-';
+    }
+    std::str::from_utf8(&buf[n..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// [`micros_f64`] through a formatted string (times beyond u64 microseconds, and the tests).
+fn micros_f64_by_format(ps: i128) -> f64 {
+    let (w, f) = (ps.unsigned_abs() / 1_000_000, ps.unsigned_abs() % 1_000_000);
+    let sign = if ps < 0 { "-" } else { "" };
+    format!("{sign}{w}.{f:06}").parse().unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]
@@ -461,6 +499,29 @@ mod tests {
         let t = i64::MAX - 10;
         assert_eq!(to_micros(999_999, t, 0, true), i64::MAX);
         assert_eq!(to_micros(999_999, t, 0, false), 9_223_372_036_854_000_001);
+    }
+
+    #[test]
+    fn microseconds_as_a_json_reader_reads_them() {
+        // Epoch-scale times (where f64 resolves a quarter microsecond), small and negative
+        // ones, and values beyond u64 microseconds.
+        let mut x: i128 = 1_712_000_000_123_456_789_012;
+        let mut seen = 0;
+        for i in 0..20_000i128 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407)
+                % 3_000_000_000_000_000_000_000;
+            for v in [x, -x, x % 1_000_000_000, i, -i, x * 1_000_000_000_000] {
+                assert_eq!(
+                    micros_f64(v).to_bits(),
+                    micros_f64_by_format(v).to_bits(),
+                    "{v}"
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 120_000);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! the ops' self time (as for XSpace host ops).
 
 use std::collections::HashMap;
-use xlens_model::{Profile, StatValue};
+use xlens_model::{Profile, StatValue, StrId};
+
+use crate::base::fx::FxMap;
 
 use crate::base::ops::events::FrameworkOp;
 
@@ -36,7 +38,7 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
         .collect();
     let corr_key = p.key("correlation");
     // GPU time by correlation.
-    let mut gpu: HashMap<i64, i64> = HashMap::new();
+    let mut gpu: FxMap<i64, i64> = FxMap::default();
     if let Some(ck) = corr_key {
         for plane in p
             .planes
@@ -53,7 +55,8 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
             }
         }
     }
-    let mut agg: HashMap<(String, String), FrameworkOp> = HashMap::new();
+    // Per op name (its interned id): occurrences, total, self, launched device time.
+    let mut agg: FxMap<StrId, (u64, i64, i64, Option<i64>)> = FxMap::default();
     let mut idle = 0i64;
     let mut any = false;
     for plane in p.planes.iter().filter(|pl| p.str(pl.name) == "/host:CPU") {
@@ -64,16 +67,28 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
             }
             // Open ops: (end, index into `ops`); ops: (name, start, dur, children, launched).
             let mut stack: Vec<(i64, usize)> = Vec::new();
-            let mut ops: Vec<(&str, i64, i64, i64, Option<i64>)> = Vec::new();
+            let mut ops: Vec<(StrId, i64, i64, i64, Option<i64>)> = Vec::new();
             for i in 0..ev.len() {
+                // The last value of each (other stats skipped undecoded).
                 let (mut cat, mut corr) = (None, None);
-                for s in ev.stats(i).iter() {
-                    if s.key == cat_key {
-                        cat = s.value.as_str_id();
-                    } else if Some(s.key) == corr_key {
-                        corr = s.value.as_i64();
-                    }
-                }
+                ev.stats(i).select(
+                    |k| {
+                        if k == cat_key {
+                            Some(true)
+                        } else if Some(k) == corr_key {
+                            Some(false)
+                        } else {
+                            None
+                        }
+                    },
+                    |is_cat, v| {
+                        if is_cat {
+                            cat = v.as_str_id();
+                        } else {
+                            corr = v.as_i64();
+                        }
+                    },
+                );
                 let (start, end) = (ev.start(i), ev.end(i));
                 // Ops that ended before this event starts (one ending where a zero-length event
                 // sits still holds it).
@@ -84,9 +99,11 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
                 {
                     stack.pop();
                 }
-                let name = plane.metadata_of(line, i).map_or("", |m| p.str(m.name));
+                let name = plane.metadata_of(line, i).map_or(StrId::EMPTY, |m| m.name);
                 // Old traces file the step annotations as operators: they are not ops.
-                if cat.is_some_and(|c| op_cats.contains(&c)) && !name.starts_with("ProfilerStep#") {
+                if cat.is_some_and(|c| op_cats.contains(&c))
+                    && !p.str(name).starts_with("ProfilerStep#")
+                {
                     if let Some(&(_, parent)) = stack.last() {
                         ops[parent].3 += ev.dur(i);
                     }
@@ -110,16 +127,11 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
             for (name, _, dur, children, launched) in ops {
                 let self_ps = (dur - children).max(0);
                 line_self += self_ps;
-                let e = agg
-                    .entry((op_type(name).to_string(), name.to_string()))
-                    .or_insert_with(|| FrameworkOp {
-                        launched_device_time_ps: Some(0),
-                        ..FrameworkOp::empty("Host", op_type(name), name)
-                    });
-                e.occurrences += 1;
-                e.total_time_ps += dur;
-                e.self_time_ps += self_ps;
-                if let (Some(t), Some(l)) = (e.launched_device_time_ps.as_mut(), launched) {
+                let e = agg.entry(name).or_insert((0, 0, 0, Some(0)));
+                e.0 += 1;
+                e.1 += dur;
+                e.2 += self_ps;
+                if let (Some(t), Some(l)) = (e.3.as_mut(), launched) {
                     *t += l;
                 }
             }
@@ -129,7 +141,22 @@ pub fn torch_host_ops(p: &Profile) -> Option<(Vec<FrameworkOp>, i64)> {
     if !any {
         return None;
     }
-    let mut out: Vec<FrameworkOp> = agg.into_values().collect();
+    // By name (two ids of one text would be one op).
+    let mut by_name: HashMap<&str, FrameworkOp> = HashMap::new();
+    for (id, (n, total, self_ps, launched)) in agg {
+        let name = p.str(id);
+        let e = by_name.entry(name).or_insert_with(|| FrameworkOp {
+            launched_device_time_ps: Some(0),
+            ..FrameworkOp::empty("Host", op_type(name), name)
+        });
+        e.occurrences += n;
+        e.total_time_ps += total;
+        e.self_time_ps += self_ps;
+        if let (Some(t), Some(l)) = (e.launched_device_time_ps.as_mut(), launched) {
+            *t += l;
+        }
+    }
+    let mut out: Vec<FrameworkOp> = by_name.into_values().collect();
     out.sort_by(|a, b| {
         b.self_time_ps
             .cmp(&a.self_time_ps)

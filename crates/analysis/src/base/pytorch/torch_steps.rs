@@ -241,11 +241,11 @@ struct Device {
     matched: bool,
 }
 
-struct Runtime {
+struct Runtime<'a> {
     start: i64,
     end: i64,
-    /// Indices into the device events launched by it.
-    launched: Vec<usize>,
+    /// (this call, a device event it launched), for each one.
+    launched: &'a [(usize, usize)],
 }
 
 /// Kernel details the GPU figures read.
@@ -592,44 +592,48 @@ fn extend_to_device(
     runtimes: Vec<(i64, i64, Option<i64>)>,
     notes: &mut Vec<String>,
 ) {
-    // Runtime calls and the device events of the same correlation.
-    let mut by_corr: HashMap<Option<i64>, usize> = HashMap::default();
-    let mut rts: Vec<Runtime> = runtimes
+    // Runtime calls and the device events of the same correlation. A correlation id names one
+    // launch; where a file repeats one, the latest call before the device event launched it
+    // (the last of those starting then), else the last call with the id. The calls by
+    // correlation and start (and their order in the file), for a search per device event.
+    let mut by_corr: Vec<(Option<i64>, i64, usize)> = runtimes
         .iter()
         .enumerate()
-        .map(|(k, &(start, end, corr))| {
-            by_corr.insert(corr, k);
+        .map(|(k, &(start, _, corr))| (corr, start, k))
+        .collect();
+    by_corr.sort_unstable();
+    // (call, device event) of each launch, by call.
+    let mut launched: Vec<(usize, usize)> = Vec::new();
+    for (d, dev) in devices.iter().enumerate() {
+        let lo = by_corr.partition_point(|x| x.0 < dev.corr);
+        let hi = lo + by_corr[lo..].partition_point(|x| x.0 == dev.corr);
+        let same = &by_corr[lo..hi];
+        let k = match same {
+            [] => continue,
+            [one] => one.2,
+            _ => match same.partition_point(|x| x.1 <= dev.start) {
+                0 => same.iter().map(|x| x.2).max().unwrap_or(same[0].2),
+                i => same[i - 1].2,
+            },
+        };
+        launched.push((k, d));
+    }
+    launched.sort_unstable();
+    // The calls in time order (those of one start in file order), each with its launches.
+    let mut order: Vec<usize> = (0..runtimes.len()).collect();
+    order.sort_by_key(|&k| runtimes[k].0);
+    let rts: Vec<Runtime> = order
+        .iter()
+        .map(|&k| {
+            let lo = launched.partition_point(|x| x.0 < k);
+            let hi = lo + launched[lo..].partition_point(|x| x.0 == k);
             Runtime {
-                start,
-                end,
-                launched: Vec::new(),
+                start: runtimes[k].0,
+                end: runtimes[k].1,
+                launched: &launched[lo..hi],
             }
         })
         .collect();
-    // A correlation id names one launch; where a file repeats one, the latest call before the
-    // device event launched it.
-    let mut dup: HashMap<Option<i64>, Vec<(i64, usize)>> = HashMap::default();
-    for (k, &(start, _, corr)) in runtimes.iter().enumerate() {
-        dup.entry(corr).or_default().push((start, k));
-    }
-    for (d, dev) in devices.iter().enumerate() {
-        let Some(list) = dup.get(&dev.corr) else {
-            continue;
-        };
-        let k = if list.len() == 1 {
-            Some(list[0].1)
-        } else {
-            list.iter()
-                .filter(|(s, _)| *s <= dev.start)
-                .max_by_key(|(s, _)| *s)
-                .map(|x| x.1)
-                .or_else(|| by_corr.get(&dev.corr).copied())
-        };
-        if let Some(k) = k {
-            rts[k].launched.push(d);
-        }
-    }
-    rts.sort_by_key(|r| r.start);
     let n = spans.len();
     let mut dev_span: Vec<Option<(i64, i64)>> = vec![None; n];
     let mut matched_count = vec![0usize; n];
@@ -640,7 +644,7 @@ fn extend_to_device(
         if rt.start < s {
             j += 1;
         } else if rt.end <= e {
-            for &d in &rt.launched {
+            for &(_, d) in rt.launched {
                 let dv = &mut devices[d];
                 dv.matched = true;
                 let cur = dev_span[i].get_or_insert((dv.start, dv.end));
