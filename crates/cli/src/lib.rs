@@ -63,9 +63,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    out::set_json_errors(out::asks_for_json(&args));
     let matches = Cli::command()
         .subcommand(cmd::tool::command())
-        .get_matches_from(args);
+        .try_get_matches_from(args)
+        .unwrap_or_else(|e| out::exit_on_bad_arguments(e));
     let anonymous = matches.get_flag("anonymous")
         || matches
             .subcommand()

@@ -34,7 +34,7 @@ use xlens_store::{HostFile, Session};
 
 pub use crate::base::context::Run;
 pub use crate::base::tool::{NoParams, Tool, ToolError, ToolParams};
-pub use output::ToolOutput;
+pub use output::{bound_json, Bounds, Cut, ToolOutput};
 
 /// Every tool xlens has, in the order users see them.
 pub static TOOLS: &[&dyn AnyTool] = &[

@@ -59,6 +59,174 @@ impl ToolOutput {
     pub fn csv(&self) -> Option<String> {
         self.forms.csv()
     }
+
+    /// The readable JSON of [`ToolOutput::json_string`] within `bounds` ([`bound_json`]).
+    pub fn json_bounded(&self, bounds: Bounds) -> Result<String, ToolError> {
+        bound_json(self.json()?, bounds)
+    }
+}
+
+/// Limits on the size of an answer, for readers with a budget (coding agents): at most `rows`
+/// items in each array of objects (a table's first rows; tools list rows in their order of
+/// importance), and at most `bytes` of JSON text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bounds {
+    pub rows: Option<usize>,
+    pub bytes: Option<usize>,
+}
+
+impl Bounds {
+    pub fn any(&self) -> bool {
+        self.rows.is_some() || self.bytes.is_some()
+    }
+}
+
+/// The arrays at one place of an answer that its bounds cut (`path`: a JSON pointer with `*` for
+/// any index).
+#[derive(Serialize, Debug, PartialEq, Eq)]
+pub struct Cut {
+    pub path: String,
+    /// Arrays cut there.
+    pub arrays: usize,
+    /// Their items kept, and all their items.
+    pub kept: usize,
+    pub total: usize,
+}
+
+/// `v` as readable JSON within `bounds`, with a `bounded` object that says what was left out:
+/// the limits, the rows kept per array, each place where arrays were cut (and how many items
+/// they had), and whether the text fits. Arrays of objects are cut to `bounds.rows` first; while
+/// the text is longer than `bounds.bytes`, the rows kept are halved, and once no row is left,
+/// arrays of other values are cut the same way. An answer that is not a JSON object is put
+/// under `answer`. A value that cannot be cut (a long string) may keep the text over `bytes`,
+/// and `fits` says so.
+pub fn bound_json(v: serde_json::Value, bounds: Bounds) -> Result<String, ToolError> {
+    let mut rows = bounds.rows.unwrap_or(usize::MAX);
+    let mut values = usize::MAX;
+    loop {
+        let mut cuts = Vec::new();
+        let cut = cut_arrays(&v, rows, values, &mut String::new(), &mut cuts);
+        let mut out = match cut {
+            serde_json::Value::Object(m) => m,
+            other => {
+                let mut m = serde_json::Map::new();
+                m.insert("answer".into(), other);
+                m
+            }
+        };
+        let mut note = serde_json::json!({
+            "max_rows": bounds.rows,
+            "max_bytes": bounds.bytes,
+            "rows_kept": (rows != usize::MAX).then_some(rows),
+            "values_kept": (values != usize::MAX).then_some(values),
+            "cut": cuts,
+            "fits": true,
+        });
+        out.insert("bounded".into(), note.clone());
+        let text = readable_string(&out)?;
+        let Some(limit) = bounds.bytes.filter(|&b| text.len() > b) else {
+            return Ok(text);
+        };
+        // Over the limit: fewer rows, then fewer values, until none is left.
+        let longest = |objects: bool| longest_array(&v, objects);
+        if rows > 0 {
+            rows = rows.min(longest(true)) / 2;
+        } else if values > 0 {
+            values = values.min(longest(false)) / 2;
+        } else {
+            note["fits"] = false.into();
+            note["bytes"] = text.len().into();
+            note["over_by"] = (text.len() - limit).into();
+            out.insert("bounded".into(), note);
+            return readable_string(&out);
+        }
+    }
+}
+
+fn readable_string(v: &serde_json::Map<String, serde_json::Value>) -> Result<String, ToolError> {
+    let mut out = Vec::new();
+    write_readable(&mut out, v).map_err(|e| ToolError::Serialize(e.to_string()))?;
+    String::from_utf8(out).map_err(|e| ToolError::Serialize(e.to_string()))
+}
+
+/// The length of the longest array of objects (`objects`) or of other values in `v`.
+fn longest_array(v: &serde_json::Value, objects: bool) -> usize {
+    match v {
+        serde_json::Value::Array(a) => {
+            let own = if a.iter().any(|x| x.is_object()) == objects {
+                a.len()
+            } else {
+                0
+            };
+            a.iter()
+                .map(|x| longest_array(x, objects))
+                .fold(own, usize::max)
+        }
+        serde_json::Value::Object(m) => m
+            .values()
+            .map(|x| longest_array(x, objects))
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A copy of `v` with each array of objects cut to `rows` items and each other array to
+/// `values`, the cuts added to `cuts` by place (`path`: where `v` is).
+fn cut_arrays(
+    v: &serde_json::Value,
+    rows: usize,
+    values: usize,
+    path: &mut String,
+    cuts: &mut Vec<Cut>,
+) -> serde_json::Value {
+    let at = path.len();
+    let out = match v {
+        serde_json::Value::Array(a) => {
+            let keep = if a.iter().any(|x| x.is_object()) {
+                rows
+            } else {
+                values
+            };
+            if a.len() > keep {
+                match cuts.iter_mut().find(|c| c.path == *path) {
+                    Some(c) => {
+                        c.arrays += 1;
+                        c.kept += keep;
+                        c.total += a.len();
+                    }
+                    None => cuts.push(Cut {
+                        path: path.clone(),
+                        arrays: 1,
+                        kept: keep,
+                        total: a.len(),
+                    }),
+                }
+            }
+            path.push_str("/*");
+            let items = a
+                .iter()
+                .take(keep)
+                .map(|x| cut_arrays(x, rows, values, path, cuts))
+                .collect();
+            serde_json::Value::Array(items)
+        }
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    path.push('/');
+                    // JSON pointer escapes.
+                    path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    let x = cut_arrays(x, rows, values, path, cuts);
+                    path.truncate(at);
+                    (k.clone(), x)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    path.truncate(at);
+    out
 }
 
 trait Forms {
@@ -182,8 +350,72 @@ fn indent<W: ?Sized + std::io::Write>(w: &mut W, depth: usize) -> std::io::Resul
 
 #[cfg(test)]
 mod tests {
-    use super::write_readable;
+    use super::{bound_json, write_readable, Bounds};
     use serde_json::json;
+
+    #[test]
+    fn bounds_cut_rows_then_values_and_say_what_they_left_out() {
+        let rows: Vec<_> = (0..50)
+            .map(|i| json!({"name": format!("op{i}"), "ps": [i, i + 1, i + 2]}))
+            .collect();
+        let v = json!({"hosts": [{"ops": rows.clone()}, {"ops": rows[..3]}], "steps": [1, 2, 3]});
+        let bounded = |b: Bounds| -> serde_json::Value {
+            serde_json::from_str(&bound_json(v.clone(), b).unwrap()).unwrap()
+        };
+        // Rows: each array of objects to its first 5; arrays of numbers untouched.
+        let b = bounded(Bounds {
+            rows: Some(5),
+            bytes: None,
+        });
+        assert_eq!(b["hosts"][0]["ops"].as_array().unwrap().len(), 5);
+        assert_eq!(b["hosts"][0]["ops"][4]["name"], "op4");
+        assert_eq!(b["hosts"][1]["ops"].as_array().unwrap().len(), 3);
+        assert_eq!(b["steps"], json!([1, 2, 3]));
+        assert_eq!(
+            b["bounded"]["cut"],
+            json!([{"path": "/hosts/*/ops", "arrays": 1, "kept": 5, "total": 50}])
+        );
+        assert_eq!(b["bounded"]["fits"], true);
+        // Bytes: rows halved until the text fits; then values.
+        for limit in [700, 1_000, 2_000] {
+            let text = bound_json(
+                v.clone(),
+                Bounds {
+                    rows: None,
+                    bytes: Some(limit),
+                },
+            )
+            .unwrap();
+            let b: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(text.len() <= limit, "{limit}: {}", text.len());
+            assert_eq!(b["bounded"]["fits"], true);
+            let kept = b["hosts"][0]["ops"].as_array().unwrap().len();
+            assert!(kept < 50, "{limit}: {kept}");
+            assert_eq!(b["bounded"]["cut"][0]["total"], 50);
+        }
+        // Nothing to cut: the answer whole, and a note saying so.
+        let b = bounded(Bounds {
+            rows: Some(100),
+            bytes: Some(1 << 20),
+        });
+        assert_eq!(b["hosts"][0]["ops"].as_array().unwrap().len(), 50);
+        assert_eq!(b["bounded"]["cut"], json!([]));
+        // A string longer than the limit cannot be cut: `fits` is false and says by how much.
+        let long = json!({"svg": "x".repeat(5_000)});
+        let b: serde_json::Value = serde_json::from_str(
+            &bound_json(
+                long,
+                Bounds {
+                    rows: None,
+                    bytes: Some(1_000),
+                },
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(b["bounded"]["fits"], false);
+        assert!(b["bounded"]["over_by"].as_u64().unwrap() > 4_000);
+    }
 
     fn to_string_readable(v: &serde_json::Value) -> String {
         let mut out = Vec::new();

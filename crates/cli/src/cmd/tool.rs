@@ -1,7 +1,7 @@
 //! `xlens tool NAME PATH`: one tool of the registry, with the common arguments and the tool's
 //! own parameters, printed as text, JSON or CSV.
 
-use crate::out::{exit_if_unread, print_output, Format};
+use crate::out::{exit_if_unread, print_bounded, Format};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use xlens_analysis::tools;
@@ -22,6 +22,15 @@ struct ToolCommon {
     json: bool,
     #[arg(long, value_enum)]
     format: Option<Format>,
+    /// At most this many rows in each table of the answer (JSON: each array of objects; CSV:
+    /// rows below the header). The JSON's `bounded` object says what was left out.
+    #[arg(long, value_name = "N")]
+    max_rows: Option<usize>,
+    /// At most this many bytes of output: JSON rows are halved until it fits (its `bounded`
+    /// object says what was left out and whether it fits); text and CSV keep the whole lines
+    /// that fit.
+    #[arg(long, value_name = "BYTES")]
+    max_bytes: Option<usize>,
 }
 
 /// The `tool` command: one subcommand per tool of the registry, each with the common arguments
@@ -75,7 +84,11 @@ pub fn run(m: &clap::ArgMatches) -> Result<()> {
     } else {
         Format::Text
     });
-    print_output(name, &out, f)?;
+    let bounds = tools::Bounds {
+        rows: common.max_rows,
+        bytes: common.max_bytes,
+    };
+    print_bounded(name, &out, f, bounds)?;
     exit_if_unread(&run);
     Ok(())
 }

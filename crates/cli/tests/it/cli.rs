@@ -301,3 +301,116 @@ fn stated_peaks_reach_every_command() {
     assert_ne!(code, 0);
     assert!(out.is_empty() && err.contains("peak_bw"), "{err}");
 }
+
+#[test]
+fn max_rows_and_max_bytes_bound_an_answer_and_say_what_they_left_out() {
+    // A real profile's HLO op table and a PyTorch trace's kernels, bounded for an agent.
+    let tpu = fixtures().join("plugins/profile/tpu_inference");
+    let torch =
+        fixtures().join("../pytorch/memory/kineto-resnet50_num_workers_0-step10.pt.trace.json.gz");
+    let json = |args: &[&str]| -> (serde_json::Value, usize) {
+        let (code, out, err) = xlens(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        (serde_json::from_str(&out).unwrap(), out.len())
+    };
+    for (tool, path, rows) in [
+        ("hlo_stats", &tpu, "/hosts/*/rows"),
+        ("pytorch_kernels", &torch, "/hosts/*/by_name"),
+    ] {
+        let p = path.to_str().unwrap();
+        let (whole, whole_len) = json(&["tool", tool, p, "--json"]);
+        assert!(whole.get("bounded").is_none(), "{tool}: no bounds, no note");
+        let (three, _) = json(&["tool", tool, p, "--json", "--max-rows", "3"]);
+        let cut = three["bounded"]["cut"].as_array().unwrap();
+        let table = cut
+            .iter()
+            .find(|c| c["path"] == rows)
+            .unwrap_or_else(|| panic!("{tool}: {cut:?}"));
+        assert_eq!(table["kept"], 3);
+        // The first rows are the whole answer's first rows, and the note counts the rest.
+        let pointer = rows.replace('*', "0");
+        let all = whole.pointer(&pointer).unwrap().as_array().unwrap();
+        assert_eq!(table["total"].as_u64().unwrap() as usize, all.len());
+        assert_eq!(
+            three.pointer(&pointer).unwrap().as_array().unwrap()[..],
+            all[..3]
+        );
+        // Bytes: the text fits and says so, with fewer rows than the whole.
+        let limit = whole_len / 4;
+        let (small, len) = json(&["tool", tool, p, "--json", "--max-bytes", &limit.to_string()]);
+        assert!(len <= limit + 1, "{tool}: {len} > {limit}");
+        assert_eq!(small["bounded"]["fits"], true, "{tool}");
+        assert!(small.pointer(&pointer).unwrap().as_array().unwrap().len() < all.len());
+    }
+    // CSV keeps its header and the first rows; the rest is counted on stderr.
+    let p = tpu.to_str().unwrap();
+    let (code, whole, _) = xlens(&["tool", "hlo_stats", p, "--format", "csv"]);
+    assert_eq!(code, 0);
+    let (code, out, err) = xlens(&["tool", "hlo_stats", p, "--format", "csv", "--max-rows", "2"]);
+    assert_eq!(code, 0);
+    let want: Vec<&str> = whole.lines().take(3).collect();
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    assert!(err.contains("left out by --max-rows"), "{err}");
+}
+
+#[test]
+fn errors_are_json_when_the_answer_asked_for_is() {
+    let p = fixtures().join("plugins/profile/tpu_inference");
+    let p = p.to_str().unwrap();
+    let error = |args: &[&str], code: i32| -> serde_json::Value {
+        let (c, out, err) = xlens(args);
+        assert_eq!(c, code, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+        assert_eq!(v["error"]["exit_code"], code, "{err}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty());
+        v["error"].clone()
+    };
+    // An unknown tool names the valid ones.
+    let e = error(&["tool", "no_such_tool", p, "--json"], 1);
+    assert_eq!(e["kind"], "unknown_tool");
+    let valid: Vec<&str> = e["valid"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        valid.contains(&"hlo_stats") && valid.contains(&"overview_page"),
+        "{e}"
+    );
+    // An unknown parameter of a tool, with clap's suggestion.
+    let e = error(&["tool", "hlo_stats", p, "--json", "--max-rowz", "3"], 2);
+    assert_eq!(e["kind"], "bad_arguments");
+    assert_eq!(e["argument"], "--max-rowz");
+    assert_eq!(e["suggested"], json_str("--max-rows"), "{e}");
+    // A bad value names the valid values.
+    let e = error(&["tool", "hlo_stats", p, "--json", "--format", "xml"], 2);
+    assert_eq!(e["kind"], "bad_arguments");
+    assert!(
+        e["valid"].as_array().unwrap().iter().any(|v| v == "csv"),
+        "{e}"
+    );
+    // A missing file.
+    let e = error(
+        &["tool", "hlo_stats", "/no/such/profile.xplane.pb", "--json"],
+        1,
+    );
+    assert_eq!(e["kind"], "error");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such/profile.xplane.pb"),
+        "{e}"
+    );
+    // Without JSON asked for, errors stay text.
+    let (c, _, err) = xlens(&["tool", "no_such_tool", p]);
+    assert_eq!(c, 1);
+    assert!(err.starts_with("xlens: unknown tool"), "{err}");
+}
+
+fn json_str(s: &str) -> serde_json::Value {
+    serde_json::Value::String(s.to_string())
+}
