@@ -414,3 +414,33 @@ fn errors_are_json_when_the_answer_asked_for_is() {
 fn json_str(s: &str) -> serde_json::Value {
     serde_json::Value::String(s.to_string())
 }
+
+#[test]
+fn tools_json_describes_each_tools_parameters() {
+    let (code, out, err) = xlens(&["tools", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let tools = v.as_array().unwrap();
+    assert!(tools.len() >= 20);
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        // Every flag listed is one `xlens tool NAME` takes.
+        let (code, help, _) = xlens(&["tool", name, "--help"]);
+        assert_eq!(code, 0);
+        for p in t["parameters"].as_array().unwrap() {
+            let flag = p["flag"].as_str().unwrap();
+            assert!(help.contains(flag), "{name}: {flag} not in its help");
+            assert_eq!(p["key"], flag.trim_start_matches("--").replace('-', "_"));
+        }
+    }
+    let ops = tools
+        .iter()
+        .find(|t| t["name"] == "pytorch_operators")
+        .unwrap();
+    assert_eq!(
+        ops["parameters"][0],
+        serde_json::json!({"flag": "--group-by", "key": "group_by",
+            "help": ops["parameters"][0]["help"], "takes_value": true,
+            "values": ["name", "name-and-shape"], "default": "name"})
+    );
+}
