@@ -11,6 +11,7 @@
 pub mod comm_comp_overlap;
 pub mod framework_op_stats;
 pub mod graph_viewer;
+pub mod hlo_modules;
 pub mod hlo_stats;
 pub mod idle_time;
 pub mod input_pipeline;
@@ -55,6 +56,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),
+    &Entry::<hlo_modules::HloModulesTool>(PhantomData),
     &Entry::<hlo_stats::HloStats>(PhantomData),
     &Entry::<roofline::RooflineModel>(PhantomData),
     &Entry::<graph_viewer::GraphViewerTool>(PhantomData),

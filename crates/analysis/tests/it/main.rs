@@ -22,3 +22,4 @@ mod step_model;
 mod summary_reads;
 mod tb_plugin;
 mod trace_real;
+mod xprof_agent;

@@ -1,0 +1,92 @@
+//! The HLO modules a profile carries: each program's name as XProf lists it
+//! (`jit_f(12190760917235803885)`), its module name, program id and size (computations and
+//! instructions), and the modules that could not be decoded. What XProf's agent CLI answers with
+//! `list_hlo_modules`; the names are what `--module` of the HLO tools accepts.
+
+use serde::Serialize;
+
+use crate::base::context::Run;
+use crate::base::fmt::csv_field;
+use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
+
+/// One HLO module.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleRow {
+    /// The producer's name for the program, as XProf lists it.
+    pub name: String,
+    /// `HloModuleProto.name`.
+    pub module_name: String,
+    pub program_id: Option<u64>,
+    pub computations: usize,
+    pub instructions: usize,
+}
+
+/// A host's HLO modules.
+#[derive(Debug, Clone, Serialize)]
+pub struct HloModules {
+    pub count: usize,
+    /// By name, as XProf sorts them.
+    pub modules: Vec<ModuleRow>,
+    /// One line per module that could not be decoded: `module NAME: error`.
+    pub errors: Vec<String>,
+}
+
+pub struct HloModulesTool;
+
+impl Tool for HloModulesTool {
+    const NAME: &'static str = "hlo_modules";
+    const TITLE: &'static str = "HLO modules";
+    const DESCRIPTION: &'static str = "The HLO modules (programs) of the profile by name, as XProf's `list_hlo_modules`: module name, program id, computations and instructions; the names --module of the HLO tools takes.";
+    type Params = NoParams;
+    type Output = PerHost<HloModules>;
+
+    fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
+        Ok(PerHost::of(Self::NAME, run, |a| {
+            let idx = a.hlo();
+            let mut modules: Vec<ModuleRow> = idx
+                .modules
+                .iter()
+                .map(|m| ModuleRow {
+                    name: m.name.clone(),
+                    module_name: m.module_name.clone(),
+                    program_id: m.program_id,
+                    computations: m
+                        .proto
+                        .hlo_module
+                        .as_ref()
+                        .map_or(0, |h| h.computations.len()),
+                    instructions: m.proto.hlo_module.as_ref().map_or(0, |h| {
+                        h.computations.iter().map(|c| c.instructions.len()).sum()
+                    }),
+                })
+                .collect();
+            modules.sort_by(|a, b| a.name.cmp(&b.name));
+            HloModules {
+                count: modules.len(),
+                modules,
+                errors: idx.errors.clone(),
+            }
+        }))
+    }
+    fn text(r: &Self::Output) -> String {
+        r.text(render_csv)
+    }
+    fn csv(r: &Self::Output) -> Option<String> {
+        Some(r.csv(render_csv))
+    }
+}
+
+fn render_csv(m: &HloModules) -> String {
+    let mut out = String::from("name,module_name,program_id,computations,instructions\n");
+    for r in &m.modules {
+        out.push_str(&format!(
+            "{},{},{},{},{}\n",
+            csv_field(&r.name),
+            csv_field(&r.module_name),
+            r.program_id.map(|p| p.to_string()).unwrap_or_default(),
+            r.computations,
+            r.instructions
+        ));
+    }
+    out
+}
