@@ -138,6 +138,7 @@ pub static VIEWS: &[&dyn View] = &[
     ),
     &Typed::<tools::memory_profile::MemoryProfileTool>::new(memory::profile_view),
     &Typed::<tools::op_profile::OpProfile>::new(ops::op_profile_view),
+    &Typed::<tools::hlo_modules::HloModulesTool>::new(op_stats::hlo_modules_view),
     &Typed::<tools::hlo_stats::HloStats>::new(ops::hlo_stats_view),
     &Typed::<tools::roofline::RooflineModel>::new(ops::roofline_view),
     &Typed::<tools::graph_viewer::GraphViewerTool>::new(graph::view),

@@ -5,6 +5,7 @@ use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
+use xlens_analysis::tools::hlo_modules::{HloModules, ModuleRow};
 use xlens_analysis::tools::idle_time::{IdleRow, IdleTime};
 use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
@@ -108,6 +109,21 @@ pub fn kernel_view(r: &PerHost<KernelStats>, _: &Cx) -> Markup {
         .col("min_duration_us", |(_, k)| us(k.min_duration_ps))
         .col("max_duration_us", |(_, k)| us(k.max_duration_ps));
     per_host(r, |s| &s.kernels, t)
+}
+
+/// Every HLO module by name (the names `--module` takes), with its size.
+pub fn hlo_modules_view(r: &PerHost<HloModules>, _: &Cx) -> Markup {
+    let t = Table::new("sortable")
+        .filter()
+        .col("name", |(_, m): &(usize, &ModuleRow)| Cell::text(&m.name))
+        .col("module_name", |(_, m)| Cell::text(&m.module_name))
+        .col("program_id", |(_, m)| match m.program_id {
+            Some(p) => Cell::text(p.to_string()),
+            None => Cell::text(""),
+        })
+        .num("computations", |(_, m)| Cell::int(m.computations))
+        .num("instructions", |(_, m)| Cell::int(m.instructions));
+    per_host(r, |s| &s.modules, t)
 }
 
 /// One row per rank (host), HTA's columns; a host without GPU events says so.
