@@ -158,11 +158,6 @@ pub fn exit_on_bad_arguments(e: clap::Error) -> ! {
     std::process::exit(code)
 }
 
-/// Prints a tool's output in format `f`.
-pub fn print_output(name: &str, out: &tools::ToolOutput, f: Format) -> Result<()> {
-    print_bounded(name, out, f, tools::Bounds::default())
-}
-
 /// Prints a tool's output in format `f` within `bounds`: JSON cut by
 /// [`tools::bound_json`] (its `bounded` object says what was left out); CSV to its header and
 /// first `rows` rows, text and CSV to the whole lines within `bytes`, with a line (text) or a

@@ -342,6 +342,17 @@ fn max_rows_and_max_bytes_bound_an_answer_and_say_what_they_left_out() {
         assert_eq!(small["bounded"]["fits"], true, "{tool}");
         assert!(small.pointer(&pointer).unwrap().as_array().unwrap().len() < all.len());
     }
+    // `report` takes the same bounds.
+    let (report, _) = json(&["report", tpu.to_str().unwrap(), "--json", "--max-rows", "2"]);
+    let top = report["sessions"][0]["hosts"][0]["top_ops"]
+        .as_array()
+        .unwrap();
+    assert_eq!(top.len(), 2);
+    assert!(report["bounded"]["cut"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["path"] == "/sessions/*/hosts/*/top_ops"));
     // CSV keeps its header and the first rows; the rest is counted on stderr.
     let p = tpu.to_str().unwrap();
     let (code, whole, _) = xlens(&["tool", "hlo_stats", p, "--format", "csv"]);
