@@ -178,6 +178,9 @@ pub fn print_bounded(
             return write_stdout(&s);
         }
         Format::Text => {
+            if bounds.rows.is_some() {
+                eprintln!("xlens: --max-rows bounds the tables of JSON and CSV answers; text is bounded by --max-bytes only");
+            }
             let (mut t, left) = cut_lines(out.text(), None, bounds.bytes);
             if let Some(left) = left {
                 t.push_str(&format!("… {left} left out by --max-bytes\n"));

@@ -29,6 +29,8 @@ pub struct HloModules {
     pub modules: Vec<ModuleRow>,
     /// One line per module that could not be decoded: `module NAME: error`.
     pub errors: Vec<String>,
+    /// Why there are none, when there are none.
+    pub note: Option<String>,
 }
 
 pub struct HloModulesTool;
@@ -61,15 +63,26 @@ impl Tool for HloModulesTool {
                 })
                 .collect();
             modules.sort_by(|a, b| a.name.cmp(&b.name));
+            let note = (modules.is_empty() && idx.errors.is_empty()).then(|| {
+                "This profile carries no HLO modules (a PyTorch trace, or a profile of no XLA program): the HLO tools have nothing to show.".to_string()
+            });
             HloModules {
                 count: modules.len(),
                 modules,
                 errors: idx.errors.clone(),
+                note,
             }
         }))
     }
     fn text(r: &Self::Output) -> String {
-        r.text(render_csv)
+        let mut t = r.text(render_csv);
+        for (host, m) in &r.hosts {
+            let Ok(m) = m else { continue };
+            for line in m.errors.iter().chain(&m.note) {
+                t.push_str(&format!("host {host}: {line}\n"));
+            }
+        }
+        t
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(render_csv))

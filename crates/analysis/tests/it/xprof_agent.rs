@@ -83,6 +83,12 @@ fn hlo_modules_are_the_modules_xprof_lists() {
         assert_eq!(names, xprof, "{tag}/{session}");
         assert_eq!(host["count"], want["count"], "{tag}/{session}");
         assert_eq!(host["errors"], serde_json::json!([]), "{tag}/{session}");
+        // None: it says why.
+        assert_eq!(
+            host["note"].is_string(),
+            xprof.is_empty(),
+            "{tag}/{session}"
+        );
         compared += 1;
     }
     eprintln!("{compared} sessions compared");
