@@ -82,6 +82,10 @@ pub struct OpRow {
     pub flops: f64,
     pub bytes_accessed: f64,
     pub hbm_bytes: f64,
+    /// Whether `hbm_bytes` comes from XLA's memory access breakdown (else it is every byte
+    /// accessed).
+    #[serde(skip)]
+    pub hbm_from_breakdown: bool,
     pub cost_source: CostSource,
     /// FLOPs / total time (GFLOP/s).
     pub flop_rate_gflops: f64,
@@ -679,6 +683,7 @@ fn op_row(
         flops,
         bytes_accessed: bytes,
         hbm_bytes: hbm,
+        hbm_from_breakdown: fact.hbm_per_occurrence.is_some(),
         cost_source: row_cost_source,
         flop_rate_gflops: per_ns(flops, t),
         memory_bw_gibps: per_ns(bytes, t) * GIB_PER_GB,

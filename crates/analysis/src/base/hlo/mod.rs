@@ -6,3 +6,4 @@ pub mod cost_model;
 pub mod fingerprint;
 pub mod hlo_ops;
 pub mod modules;
+pub mod program;
