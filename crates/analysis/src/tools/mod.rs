@@ -17,6 +17,7 @@ pub mod idle_time;
 pub mod input_pipeline;
 pub mod kernel_breakdown;
 pub mod kernel_stats;
+pub mod kpi;
 pub mod launch_stats;
 pub mod memory_profile;
 pub mod memory_viewer;
@@ -42,6 +43,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<report::ReportTool>(PhantomData),
     &Entry::<trace_viewer::TraceViewer>(PhantomData),
     &Entry::<overview::OverviewPage>(PhantomData),
+    &Entry::<kpi::KpiTool>(PhantomData),
     &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),
     &Entry::<framework_op_stats::FrameworkOpStatsTool>(PhantomData),
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),

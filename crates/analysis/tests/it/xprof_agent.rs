@@ -93,3 +93,106 @@ fn hlo_modules_are_the_modules_xprof_lists() {
     }
     eprintln!("{compared} sessions compared");
 }
+
+/// `ours` printed as XProf printed `theirs` (as many decimals, and a `%` when it has one).
+fn printed_as(ours: f64, theirs: &str) -> String {
+    let digits = theirs
+        .trim_end_matches('%')
+        .split_once('.')
+        .map_or(0, |(_, d)| d.len());
+    let pct = if theirs.ends_with('%') { "%" } else { "" };
+    format!("{ours:.digits$}{pct}")
+}
+
+#[test]
+fn kpi_figures_are_xprofs() {
+    let refs = references("get_kpi_metrics");
+    assert!(refs.len() >= 8, "{}", refs.len());
+    let mut compared = 0;
+    for (tag, session, want) in refs {
+        let Some(dir) = logdir(&tag) else { continue };
+        let session_dir = dir.join("plugins/profile").join(&session);
+        let run = open_run(xlens_store::discover(&session_dir).expect("discover"));
+        let k = run_tool("kpi", &run, &[]).json().unwrap();
+        let at = format!("{tag}/{session}");
+        let kind = k["accelerator"]["kind"].as_str().unwrap();
+        let text = |key: &str| want[key].as_str().unwrap_or_else(|| panic!("{at}: {key}"));
+        // Where XProf prints zero (or -1, or N/A) for a figure the profile cannot give, xlens
+        // answers null and says why in a note.
+        let same = |ours: &serde_json::Value, theirs: &str, what: &str| {
+            let zero = theirs
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .map_or(true, |v| v == 0.0);
+            match ours.as_f64() {
+                Some(v) => assert_eq!(printed_as(v, theirs), theirs, "{at}: {what}"),
+                None => {
+                    assert!(zero, "{at}: {what}: null where XProf says {theirs}");
+                    let named = k["notes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|n| n.as_str().unwrap().starts_with(what));
+                    assert!(named || what == "step_time_ms", "{at}: no note for {what}");
+                }
+            }
+        };
+        same(&k["step_time_ms"], text("step_time_ms"), "step_time_ms");
+        same(
+            &k["duty_cycle_percent"],
+            text("duty_cycle_percent"),
+            "duty_cycle_percent",
+        );
+        same(
+            &k["mxu_utilization_percent"],
+            text("mxu_utilization_percent"),
+            "mxu_utilization_percent",
+        );
+        same(
+            &k["roofline_utilization_percent"],
+            text("roofline_utilization"),
+            "roofline_utilization_percent",
+        );
+        let peak = want["peak_hbm_gib"].as_f64().unwrap();
+        if peak < 0.0 {
+            assert!(k["peak_memory_gib"].is_null(), "{at}: peak");
+        } else {
+            assert_eq!(k["peak_memory_gib"].as_f64(), Some(peak), "{at}: peak");
+        }
+        if let Some(hosts) = want["per_host_step_time_ms"].as_object() {
+            assert_eq!(k["step_time_scope"], want["step_time_scope"], "{at}");
+            for (h, v) in hosts {
+                let ours = k["per_host_step_time_ms"][h].as_f64().unwrap();
+                assert_eq!(
+                    printed_as(ours, v.as_str().unwrap()),
+                    v.as_str().unwrap(),
+                    "{at}: {h}"
+                );
+            }
+        }
+        let acc = &want["accelerator_info"];
+        let device_type = if kind == "TPU" {
+            k["accelerator"]["model"].as_str().unwrap()
+        } else {
+            kind
+        };
+        assert_eq!(acc["device_type"].as_str(), Some(device_type), "{at}");
+        assert_eq!(
+            acc["device_core_count"].as_str(),
+            Some(k["accelerator"]["cores"].to_string().as_str()),
+            "{at}"
+        );
+        // XProf names XLA's cost model by default, also where no op has FLOPs; xlens says
+        // `none` there.
+        if k["flops_provenance"] != "none" && kind != "CPU" {
+            assert_eq!(k["flops_provenance"], want["flops_provenance"], "{at}");
+        }
+        assert_eq!(
+            k["derived_flops_fraction"], want["derived_flops_fraction"],
+            "{at}"
+        );
+        compared += 1;
+    }
+    eprintln!("{compared} sessions compared");
+    assert!(compared >= 8 || std::env::var("CI").as_deref() != Ok("true"));
+}

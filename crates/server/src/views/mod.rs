@@ -121,6 +121,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::report::ReportTool>::new(report::view),
     &TraceView,
     &Typed::<tools::overview::OverviewPage>::new(overview::view),
+    &Typed::<tools::kpi::KpiTool>::new(overview::kpi_view),
     &Typed::<tools::input_pipeline::InputPipelineAnalyzer>::new(input_pipeline::view),
     &Typed::<tools::framework_op_stats::FrameworkOpStatsTool>::new(op_stats::framework_view),
     &Typed::<tools::kernel_stats::KernelStatsTool>::new(op_stats::kernel_view),

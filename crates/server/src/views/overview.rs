@@ -7,6 +7,7 @@ use serde::Serialize;
 use xlens_analysis::base::hosts::across::{AllHosts, HostStepStats};
 use xlens_analysis::base::ops::op_metrics::OpMetric;
 use xlens_analysis::base::steps::step_db::{Category, StepRow};
+use xlens_analysis::tools::kpi::{rows as kpi_rows, Kpi};
 use xlens_analysis::tools::overview::{HostOverview, Overview};
 
 use super::chart::{f1, stacked_bars, Frame, LEFT, RIGHT, W};
@@ -341,6 +342,20 @@ fn steps_table(v: &Overview) -> Markup {
             .iter()
             .flat_map(|h| h.steps.rows.iter().map(move |r| (h, r))),
     )
+}
+
+/// The key figures as a two-column table, then why any is null.
+pub fn kpi_view(k: &Kpi, _: &Cx) -> Markup {
+    let t = Table::new("plain")
+        .col("figure", |(name, _): &(String, String)| Cell::text(name))
+        .col("value", |(_, v)| Cell::text(v));
+    html! {
+        h1 { "Key figures: run " (k.run) }
+        (t.render(kpi_rows(k)))
+        @if !k.notes.is_empty() {
+            ul class="notes" { @for n in &k.notes { li { (n) } } }
+        }
+    }
 }
 
 #[cfg(test)]
