@@ -1,12 +1,14 @@
 //! The run's key figures in one small answer, as XProf's agent CLI gives them with
 //! `get_kpi_metrics`: mean step time, device duty cycle, roofline utilization and where its
-//! FLOPs come from, peak memory, and the accelerator. Each figure is XProf's definition, in
+//! FLOPs come from, peak memory, and the accelerator; and the verdict the overview and the
+//! report give (what bounds the steps, what to try, the worst step's window). Each figure is XProf's definition, in
 //! XProf's units (ms, percent, GiB); a figure the profile cannot give is `null`, and `notes` says
 //! why (XProf prints `0.0%` or `-1` there).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+use crate::base::advice::{advise, run_advice, Advice, Bottleneck};
 use crate::base::context::Run;
 use crate::base::device::DeviceKind;
 use crate::base::hlo::program::ProgramRoofline;
@@ -25,6 +27,26 @@ pub struct Accelerator {
     pub model: String,
     /// Device planes (TPU cores, GPUs) over every host.
     pub cores: usize,
+}
+
+/// What bounds the steps: the overview's and the report's advice, in short.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The host it is of (the first host read; `run_summary` covers them all).
+    pub host: String,
+    pub bottleneck: Bottleneck,
+    /// The verdict and the figure that decided it.
+    pub summary: String,
+    /// What to try.
+    pub suggestion: String,
+    /// The tool that shows it.
+    pub tool: &'static str,
+    /// The step where the deciding figure is largest, and its window on the trace (for
+    /// `trace_viewer --start-ps --end-ps`).
+    pub worst_step: Option<String>,
+    pub window_ps: Option<(i64, i64)>,
+    /// With several hosts: how many agree, and on what.
+    pub run_summary: Option<String>,
 }
 
 /// The key figures of a run.
@@ -62,6 +84,8 @@ pub struct Kpi {
     pub peak_memory_bytes: Option<i64>,
     pub peak_memory_gib: Option<f64>,
     pub accelerator: Accelerator,
+    /// What bounds the steps and what to try (null when no host could be advised on).
+    pub verdict: Option<Verdict>,
     /// Why a figure is null, and what else to know to read them.
     pub notes: Vec<String>,
 }
@@ -147,6 +171,17 @@ pub fn rows(k: &Kpi) -> Vec<(String, String)> {
             ),
         ),
     ]);
+    if let Some(v) = &k.verdict {
+        r.push(("verdict".into(), v.summary.clone()));
+        r.push(("suggestion".into(), v.suggestion.clone()));
+        r.push(("next_tool".into(), v.tool.to_string()));
+        if let (Some(s), Some((a, b))) = (&v.worst_step, v.window_ps) {
+            r.push(("worst_step".into(), format!("{s} ({a} to {b} ps)")));
+        }
+        if let Some(s) = &v.run_summary {
+            r.push(("run_verdict".into(), s.clone()));
+        }
+    }
     r
 }
 
@@ -160,6 +195,7 @@ struct HostKpi {
     duty: Option<DutyCycle>,
     program: ProgramRoofline,
     peak_memory: Option<i64>,
+    advice: Option<Advice>,
 }
 
 pub fn kpi(run: &Run) -> Kpi {
@@ -193,6 +229,7 @@ pub fn kpi(run: &Run) -> Kpi {
                         .map(|x| x.peak.bytes_in_use)
                         .filter(|b| *b > 0)
                         .max(),
+                    advice: advise(a),
                 })
             },
             |h, e| {
@@ -286,6 +323,30 @@ pub fn kpi(run: &Run) -> Kpi {
         notes.push("peak_memory_gib: the largest allocator peak of any host.".to_string());
     }
 
+    let run_summary = (hosts.len() > 1)
+        .then(|| {
+            run_advice(
+                hosts
+                    .iter()
+                    .filter_map(|h| h.advice.as_ref().map(|a| (h.host.as_str(), a))),
+            )
+        })
+        .flatten()
+        .map(|r| r.summary);
+    let verdict = hosts.iter().find_map(|h| {
+        let a = h.advice.as_ref()?;
+        Some(Verdict {
+            host: h.host.clone(),
+            bottleneck: a.bottleneck,
+            summary: a.summary.clone(),
+            suggestion: a.suggestion.clone(),
+            tool: a.tool.name(),
+            worst_step: a.worst_step.clone(),
+            window_ps: a.window_ps,
+            run_summary: run_summary.clone(),
+        })
+    });
+
     Kpi {
         run: run.name().to_string(),
         hosts: hosts.len() + errors.len(),
@@ -312,6 +373,7 @@ pub fn kpi(run: &Run) -> Kpi {
             model: first.map(|h| h.model.clone()).unwrap_or_default(),
             cores: hosts.iter().map(|h| h.cores).sum(),
         },
+        verdict,
         notes,
     }
 }
