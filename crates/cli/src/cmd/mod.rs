@@ -12,6 +12,7 @@ pub mod hosts;
 pub mod report;
 pub mod runs;
 pub mod serve;
+pub mod skill;
 pub mod sql;
 pub mod summarize;
 pub mod tool;

@@ -25,20 +25,20 @@ struct Described {
 /// One parameter of a tool: its command-line flag and its query-string key (`/api/tool/NAME`,
 /// `Run.tool` in Python).
 #[derive(Serialize)]
-struct Parameter {
-    flag: String,
-    key: String,
-    help: String,
+pub(crate) struct Parameter {
+    pub flag: String,
+    pub key: String,
+    pub help: String,
     /// Whether it takes a value (else it is a switch).
-    takes_value: bool,
+    pub takes_value: bool,
     /// The values accepted, where only some are.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    values: Vec<String>,
+    pub values: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    default: Option<String>,
+    pub default: Option<String>,
 }
 
-fn parameters(t: &dyn tools::AnyTool) -> Vec<Parameter> {
+pub(crate) fn parameters(t: &dyn tools::AnyTool) -> Vec<Parameter> {
     let cmd = t.args(clap::Command::new(t.info().name));
     cmd.get_arguments()
         .filter(|a| !a.is_hide_set())

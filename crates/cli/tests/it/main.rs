@@ -10,3 +10,4 @@ mod many_hosts;
 mod python;
 mod reruns;
 mod serve_access;
+mod skill;
