@@ -51,6 +51,7 @@ enum Cmd {
     BenchTrace(cmd::bench_trace::Args),
     Tools(cmd::tools::Args),
     Skill(cmd::skill::Args),
+    Mcp(cmd::mcp::Args),
     Capture(cmd::capture::Args),
     Export(cmd::export::Args),
     Cloud(cmd::cloud::Args),
@@ -83,7 +84,7 @@ where
         return;
     }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    if !matches!(cli.cmd, Cmd::Serve(_) | Cmd::Capture(_)) {
+    if !matches!(cli.cmd, Cmd::Serve(_) | Cmd::Capture(_) | Cmd::Mcp(_)) {
         keep_freed_memory();
     }
     exit_on_error(match cli.cmd {
@@ -98,6 +99,7 @@ where
         Cmd::BenchTrace(a) => cmd::bench_trace::run(a),
         Cmd::Tools(a) => cmd::tools::run(a),
         Cmd::Skill(a) => cmd::skill::run(a),
+        Cmd::Mcp(a) => cmd::mcp::run(a),
         Cmd::Capture(a) => std::process::exit(cmd::capture::run(a)),
         Cmd::Export(a) => cmd::export::run(a),
         Cmd::Cloud(a) => cmd::cloud::run(a.cmd),

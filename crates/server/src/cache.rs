@@ -225,6 +225,12 @@ impl ProfileCache {
             .is_some_and(|s| s.get().is_some())
     }
 
+    /// Stops the server's progress lines on stderr (`xlens mcp`, whose client reads stderr as
+    /// the server's log).
+    pub fn quiet() {
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Computes in the background what `run`'s other tools will need (once per run), so that
     /// switching tools on an open run answers from what is already there.
     pub fn warm_in_background(run: Arc<Run>) {
@@ -237,7 +243,9 @@ impl ProfileCache {
                 // A bug in an analysis must not take the server down; the request that needs
                 // the value will meet the same bug and report it.
                 let t0 = std::time::Instant::now();
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.warm())).is_ok() {
+                let warmed =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.warm())).is_ok();
+                if warmed && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
                     eprintln!(
                         "xlens: run {} warm (every shared analysis computed) in {:.2} s",
                         run.name(),
@@ -284,6 +292,9 @@ impl ProfileCache {
         run
     }
 }
+
+/// Whether progress lines are left out ([`ProfileCache::quiet`]).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ pub mod access;
 pub mod cache;
 mod capture_api;
 pub mod export;
+pub mod mcp;
 pub mod runs;
 mod trace_api;
 mod views;
@@ -192,6 +193,8 @@ pub fn router(state: Shared) -> Router {
             state.clone(),
             time_limit,
         ))
+        // MCP over streamable HTTP (a tool call may take as long as the tool does).
+        .route_service("/mcp", mcp::http_service(state.clone()))
         // Outermost: nothing runs for a request without the token.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -399,26 +402,30 @@ async fn with_groups(state: &Shared, sessions: Vec<Session>, remote: bool) -> Ve
     runs::with_groups(sessions, &groups)
 }
 
+/// Every run with its hosts and tools, newest first (`/api/runs`, MCP's `runs`).
+async fn runs_json(state: &Shared) -> Result<serde_json::Value, String> {
+    let sessions = discover(state).await?;
+    let runs: Vec<RunInfo> = sessions
+        .into_iter()
+        .map(|s| {
+            let g = group_of(state, Some(&s.name));
+            RunInfo {
+                tools: tools::tools_for(&s).iter().map(|t| t.name).collect(),
+                sessions: g.as_ref().map(|g| g.members.clone()).unwrap_or_default(),
+                matched: g.map(|g| g.matched),
+                name: s.name,
+                dir: s.dir.display().to_string(),
+                modified_s: s.modified_s,
+                hosts: s.hosts,
+            }
+        })
+        .collect();
+    serde_json::to_value(runs).map_err(|e| e.to_string())
+}
+
 async fn api_runs(State(state): State<Shared>) -> Response {
-    match discover(&state).await {
-        Ok(sessions) => Json(
-            sessions
-                .into_iter()
-                .map(|s| {
-                    let g = group_of(&state, Some(&s.name));
-                    RunInfo {
-                        tools: tools::tools_for(&s).iter().map(|t| t.name).collect(),
-                        sessions: g.as_ref().map(|g| g.members.clone()).unwrap_or_default(),
-                        matched: g.map(|g| g.matched),
-                        name: s.name,
-                        dir: s.dir.display().to_string(),
-                        modified_s: s.modified_s,
-                        hosts: s.hosts,
-                    }
-                })
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
+    match runs_json(&state).await {
+        Ok(v) => Json(v).into_response(),
         Err(e) => error_json(StatusCode::NOT_FOUND, e),
     }
 }

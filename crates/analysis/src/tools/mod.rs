@@ -136,6 +136,52 @@ impl<T: Tool> AnyTool for Entry<T> {
     }
 }
 
+/// One parameter of a tool: its command-line flag and its query-string key (`/api/tool/NAME`,
+/// `Run.tool` in Python).
+#[derive(Debug, Clone, Serialize)]
+pub struct Parameter {
+    pub flag: String,
+    pub key: String,
+    pub help: String,
+    /// Whether it takes a value (else it is a switch).
+    pub takes_value: bool,
+    /// The values accepted, where only some are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// A tool's own parameters, as its command line declares them.
+pub fn parameters(t: &dyn AnyTool) -> Vec<Parameter> {
+    let cmd = t.args(clap::Command::new(t.info().name));
+    cmd.get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .map(|a| {
+            let key = a.get_id().to_string();
+            let default: Vec<String> = a
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            Parameter {
+                flag: a
+                    .get_long()
+                    .map_or_else(|| key.clone(), |l| format!("--{l}")),
+                help: a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                takes_value: a.get_action().takes_values(),
+                values: a
+                    .get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_string())
+                    .collect(),
+                default: (!default.is_empty()).then(|| default.join(",")),
+                key,
+            }
+        })
+        .collect()
+}
+
 /// Every tool's name, title and description.
 pub fn infos() -> Vec<ToolInfo> {
     TOOLS.iter().map(|t| t.info()).collect()

@@ -9,6 +9,7 @@ pub mod cloud;
 pub mod diff;
 pub mod export;
 pub mod hosts;
+pub mod mcp;
 pub mod report;
 pub mod runs;
 pub mod serve;

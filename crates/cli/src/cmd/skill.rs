@@ -127,7 +127,7 @@ fn reference(t: &dyn tools::AnyTool) -> Result<String> {
     };
     let mut out = unlink_guide(page);
     out.push_str("\n## Parameters\n\nBesides `PATH`, `--run`, `--host`, `--json`, `--format`, `--max-rows` and `--max-bytes`:\n\n");
-    let params = super::tools::parameters(t);
+    let params = tools::parameters(t);
     if params.is_empty() {
         out.push_str("none.\n");
     }

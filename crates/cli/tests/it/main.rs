@@ -7,6 +7,7 @@ mod cloud;
 mod export;
 mod jax_interop;
 mod many_hosts;
+mod mcp;
 mod python;
 mod reruns;
 mod serve_access;
