@@ -6,6 +6,7 @@
 //! options every command takes and the dispatch.
 
 pub mod alloc;
+mod answers;
 mod cmd;
 mod open;
 mod out;
@@ -58,6 +59,9 @@ enum Cmd {
     Bench(cmd::bench::Args),
 }
 
+/// The command line this process runs (for the answer cache's key).
+static ARGS: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
+
 /// Runs the command line on `args` (the program name first), exiting the process as the
 /// `xlens` binary does.
 pub fn main_from<I, T>(args: I)
@@ -66,6 +70,7 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let _ = ARGS.set(args.clone());
     out::set_json_errors(out::asks_for_json(&args));
     let matches = Cli::command()
         .subcommand(cmd::tool::command())

@@ -27,6 +27,11 @@ pub fn open_run_reading(
     run: Option<&str>,
     reads: Reads,
 ) -> Result<Run> {
+    Ok(run_of(select_sessions(path, host, run)?, reads))
+}
+
+/// The sessions below `path` that `run` and `host` select (every one when `None`).
+pub fn select_sessions(path: &Path, host: Option<&str>, run: Option<&str>) -> Result<Vec<Session>> {
     let mut sessions = discover(path)?;
     if let Some(r) = run {
         let names: Vec<String> = sessions.iter().map(|s| s.name.clone()).collect();
@@ -39,12 +44,17 @@ pub fn open_run_reading(
             );
         }
     }
-    let sessions = tools::select_host(&sessions, host)?;
-    Ok(Run::new(sessions, move |h| {
+    Ok(tools::select_host(&sessions, host)?)
+}
+
+/// A run over `sessions`, each host file read as a command reads it for a tool that needs
+/// `reads`.
+pub fn run_of(sessions: Vec<Session>, reads: Reads) -> Run {
+    Run::new(sessions, move |h| {
         xlens_loader::open(h, xlens_loader::Policy::command(reads))
             .map(|p| Arc::new(Analysis::new(Arc::new(p))))
             .map_err(|e| e.to_string())
-    }))
+    })
 }
 
 /// The session named `run` below `path`, or an error listing the runs there.

@@ -227,9 +227,30 @@ fn cut_lines(text: String, lines: Option<usize>, bytes: Option<usize>) -> (Strin
 
 /// Writes a tool's JSON to stdout as it is made (not held whole first), ending with a newline;
 /// a reader that stops early ends the command quietly, as in [`write_stdout`].
+/// Stdout, its bytes also kept by the answer cache while it records ([`crate::answers`]).
+struct Stdout<'a>(std::io::StdoutLock<'a>);
+
+impl std::io::Write for Stdout<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.write(buf) {
+            Ok(n) => {
+                crate::answers::tee(&buf[..n]);
+                Ok(n)
+            }
+            Err(e) => {
+                crate::answers::spoil();
+                Err(e)
+            }
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 fn write_json_stdout(out: &tools::ToolOutput) -> Result<()> {
     use std::io::Write;
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, Stdout(std::io::stdout().lock()));
     let r = out.write_json(&mut w, true).and_then(|()| {
         w.write_all(b"\n")
             .and_then(|()| w.flush())
@@ -244,9 +265,14 @@ fn write_json_stdout(out: &tools::ToolOutput) -> Result<()> {
 /// Writes a command's output. A reader that stops early (`| head`) ends the command quietly,
 /// as it does other command-line tools, rather than with a panic.
 pub fn write_stdout(text: &str) -> Result<()> {
+    write_stdout_bytes(text.as_bytes())
+}
+
+/// [`write_stdout`] of bytes.
+pub fn write_stdout_bytes(text: &[u8]) -> Result<()> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+    let mut out = Stdout(std::io::stdout().lock());
+    match out.write_all(text).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the output"),
     }

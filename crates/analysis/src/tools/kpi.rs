@@ -204,8 +204,33 @@ pub fn kpi(run: &Run) -> Kpi {
         .map_hosts(
             |h, a| {
                 let dev = a.device();
-                let db = a.step_db();
                 let on_device = dev.kind != DeviceKind::Cpu;
+                // The passes below are independent: both cores take them as each comes free.
+                let chrome = a.profile().key("cat").is_some();
+                crate::base::par::each(&[
+                    &|| {
+                        a.steps_and_ops();
+                    },
+                    &|| {
+                        if on_device {
+                            a.hlo_ops(UserPeaks::default());
+                        }
+                    },
+                    &|| {
+                        a.allocators();
+                    },
+                    &|| {
+                        if chrome {
+                            a.hta();
+                        }
+                    },
+                    &|| {
+                        if chrome {
+                            a.torch_views();
+                        }
+                    },
+                ]);
+                let db = a.step_db();
                 Some(HostKpi {
                     host: h.host().to_string(),
                     kind: dev.kind,

@@ -1,6 +1,7 @@
 //! `xlens tool NAME PATH`: one tool of the registry, with the common arguments and the tool's
 //! own parameters, printed as text, JSON or CSV.
 
+use crate::answers;
 use crate::out::{exit_if_unread, print_bounded, Format};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -31,6 +32,10 @@ struct ToolCommon {
     /// that fit.
     #[arg(long, value_name = "BYTES")]
     max_bytes: Option<usize>,
+    /// Compute the answer even when the same question was answered before over unchanged
+    /// files (kept answers are reused otherwise; `XLENS_NO_ANSWER_CACHE=1` turns that off).
+    #[arg(long)]
+    fresh: bool,
 }
 
 /// The `tool` command: one subcommand per tool of the registry, each with the common arguments
@@ -61,14 +66,29 @@ pub fn run(m: &clap::ArgMatches) -> Result<()> {
     let tool = tools::find(name)?;
     let common =
         <ToolCommon as clap::FromArgMatches>::from_arg_matches(m).unwrap_or_else(|e| e.exit());
-    let reads = tool.info().reads;
-    let run = crate::open::open_run_reading(
-        &common.path,
-        common.host.as_deref(),
-        common.run.as_deref(),
-        reads,
-    )?;
+    let sessions =
+        crate::open::select_sessions(&common.path, common.host.as_deref(), common.run.as_deref())?;
+    let f = common.format.unwrap_or(if common.json {
+        Format::Json
+    } else {
+        Format::Text
+    });
+    // The same question over the same files: the answer printed before. Not for a bounded
+    // text or CSV answer, whose note of what was left out goes to stderr (a bounded JSON answer
+    // says it inside).
+    let bounded_text =
+        f != Format::Json && (common.max_rows.is_some() || common.max_bytes.is_some());
+    let key = (answers::enabled() && !common.fresh && !bounded_text)
+        .then(|| answers::key(crate::ARGS.get().map_or(&[][..], |a| &a[..]), &sessions))
+        .flatten();
+    if let Some(k) = &key {
+        if let Some(bytes) = answers::get(k) {
+            return crate::out::write_stdout_bytes(&bytes);
+        }
+    }
+    let run = crate::open::run_of(sessions, tool.info().reads);
     let out = tool.run_args(&run, m)?;
+    let mut whole = true;
     for h in &run.hosts {
         if let Some(note) = h
             .analysis
@@ -76,19 +96,21 @@ pub fn run(m: &clap::ArgMatches) -> Result<()> {
             .ok()
             .and_then(|a| a.profile().partial_read.clone())
         {
+            whole = false;
             eprintln!("xlens: {}: read for {name}: {note}", h.path().display());
         }
     }
-    let f = common.format.unwrap_or(if common.json {
-        Format::Json
-    } else {
-        Format::Text
-    });
     let bounds = tools::Bounds {
         rows: common.max_rows,
         bytes: common.max_bytes,
     };
-    print_bounded(name, &out, f, bounds)?;
+    let read = run.hosts.iter().all(|h| h.analysis.is_ok());
+    if let Some(k) = key.filter(|_| whole && read) {
+        answers::record(k);
+    }
+    let printed = print_bounded(name, &out, f, bounds);
+    answers::finish(printed.is_ok());
+    printed?;
     exit_if_unread(&run);
     Ok(())
 }

@@ -455,3 +455,59 @@ fn tools_json_describes_each_tools_parameters() {
             "values": ["name", "name-and-shape"], "default": "name"})
     );
 }
+
+#[test]
+fn an_answer_is_kept_for_unchanged_files_only() {
+    let dir = tmp("answers");
+    let cache = dir.join("cache");
+    let file = dir.join("trace.pt.trace.json.gz");
+    let src = fixtures().join("../pytorch/tb_plugin/resnet50_num_workers_4.pt.trace.json.gz");
+    std::fs::copy(&src, &file).unwrap();
+    let run = |extra: &[(&str, &str)], args: &[&str]| -> (i32, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_xlens"))
+            .args(["tool", "kpi", file.to_str().unwrap(), "--json"])
+            .args(args)
+            .env("XLENS_CACHE_DIR", &cache)
+            .env_remove("XLENS_NO_ANSWER_CACHE")
+            .envs(extra.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let kept = |n: usize| {
+        let d = cache.join("answers/v1");
+        let files: Vec<_> = std::fs::read_dir(&d)
+            .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert_eq!(files.len(), n, "{files:?}");
+        files
+    };
+    let (code, first) = run(&[], &[]);
+    assert_eq!(code, 0);
+    let files = kept(1);
+    assert_eq!(std::fs::read_to_string(&files[0]).unwrap(), first);
+    // Asked again, the kept bytes are the answer (marked here to tell them apart).
+    let marked = first.replace("\"run\"", "\"run_kept\"");
+    std::fs::write(&files[0], &marked).unwrap();
+    assert_eq!(run(&[], &[]).1, marked);
+    // --fresh, or the cache turned off: computed again.
+    assert_eq!(run(&[], &["--fresh"]).1, first);
+    assert_eq!(run(&[("XLENS_NO_ANSWER_CACHE", "1")], &[]).1, first);
+    // Another question is another answer.
+    assert_ne!(run(&[], &["--max-rows", "1"]).1, marked);
+    kept(2);
+    // The file rewritten (the same bytes, a new modification time): never the kept answer.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(&src, &file).unwrap();
+    assert_eq!(run(&[], &[]).1, first);
+    kept(3);
+    // A file that cannot be read is not answered from, nor kept.
+    std::fs::write(&file, b"\x1f\x8b not gzip").unwrap();
+    let (code, _) = run(&[], &[]);
+    assert_ne!(code, 0);
+    kept(3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
