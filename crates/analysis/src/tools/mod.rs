@@ -9,6 +9,7 @@
 //! Tools import only the base layer (`crate::base`), never each other or this registry.
 
 pub mod comm_comp_overlap;
+pub mod events;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo_modules;
@@ -42,6 +43,7 @@ pub use output::{bound_json, Bounds, Cut, ToolOutput};
 pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<report::ReportTool>(PhantomData),
     &Entry::<trace_viewer::TraceViewer>(PhantomData),
+    &Entry::<events::EventsTool>(PhantomData),
     &Entry::<overview::OverviewPage>(PhantomData),
     &Entry::<kpi::KpiTool>(PhantomData),
     &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),

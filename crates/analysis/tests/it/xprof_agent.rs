@@ -196,3 +196,88 @@ fn kpi_figures_are_xprofs() {
     eprintln!("{compared} sessions compared");
     assert!(compared >= 8 || std::env::var("CI").as_deref() != Ok("true"));
 }
+
+/// Within `ps` picoseconds (XProf reads times as doubles, a picosecond low at times) or a
+/// relative 1e-12.
+fn near(ours: &serde_json::Value, theirs: &serde_json::Value, ps: f64) -> bool {
+    let (a, b) = (ours.as_f64().unwrap(), theirs.as_f64().unwrap());
+    (a - b).abs() <= ps + 1e-12 * b.abs()
+}
+
+#[test]
+fn events_and_their_aggregates_are_xprofs() {
+    let cases: [(&str, &[(&str, &str)]); 3] = [
+        ("aggregate_xplane_events", &[("limit", "0")]),
+        (
+            "aggregate_xplane_events-jit_by_plane_line",
+            &[
+                ("plane", "TPU|/host:CPU"),
+                ("name", "^jit"),
+                ("group_by", "plane,line"),
+                ("limit", "0"),
+            ],
+        ),
+        (
+            "list_xplane_events-jit",
+            &[("name", "^jit"), ("limit", "5")],
+        ),
+    ];
+    let mut compared = 0;
+    for (folder, params) in cases {
+        let refs = references(folder);
+        assert!(refs.len() >= 8, "{folder}: {}", refs.len());
+        for (tag, session, want) in refs {
+            // XProf pools the events of every host file it reads; xlens answers per host.
+            let used = want["capture"]["files_used"].as_array().unwrap();
+            if used.len() != 1 {
+                continue;
+            }
+            let Some(dir) = logdir(&tag) else { continue };
+            let run = open_run(
+                xlens_store::discover(&dir.join("plugins/profile").join(&session))
+                    .expect("discover"),
+            );
+            let out = run_tool("events", &run, params).json().unwrap();
+            let at = format!("{folder} {tag}/{session}");
+            let h = out["hosts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["host"] == used[0])
+                .unwrap_or_else(|| panic!("{at}: no host"));
+            let Some(rows) = want["aggregates"].as_array() else {
+                assert_eq!(h["matched"], want["total_matched"], "{at}");
+                compared += 1;
+                continue;
+            };
+            assert_eq!(h["groups"], want["total_matched"], "{at}: groups");
+            assert_eq!(h["scanned"], want["events_scanned"], "{at}: scanned");
+            let ours = h["aggregates"].as_array().unwrap();
+            for (i, (o, w)) in ours.iter().zip(rows).enumerate() {
+                for key in ["event", "plane", "line", "count"] {
+                    assert_eq!(o.get(key), w.get(key), "{at}: row {i}: {key}");
+                }
+                let n = w["count"].as_f64().unwrap();
+                let sums = near(&o["total_duration_ps"], &w["total_duration_ps"], n);
+                assert!(sums, "{at}: row {i}: total {o} {w}");
+                for key in [
+                    "avg_duration_ps",
+                    "min_duration_ps",
+                    "p50_duration_ps",
+                    "p90_duration_ps",
+                    "p99_duration_ps",
+                    "max_duration_ps",
+                ] {
+                    assert!(near(&o[key], &w[key], 1.0), "{at}: row {i}: {key} {o} {w}");
+                }
+                assert!(
+                    near(&o["std_dev_ps"], &w["std_dev_ps"], 1.0 + 1e-9 * n),
+                    "{at}: row {i}: std {o} {w}"
+                );
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} answers compared");
+    assert!(compared >= 18 || std::env::var("CI").as_deref() != Ok("true"));
+}

@@ -29,6 +29,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../../docs/src/tools/trace_viewer.md"),
     ),
     (
+        "events",
+        include_str!("../../../../docs/src/tools/events.md"),
+    ),
+    (
         "overview_page",
         include_str!("../../../../docs/src/tools/overview_page.md"),
     ),

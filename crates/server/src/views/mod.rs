@@ -120,6 +120,7 @@ impl View for TraceView {
 pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::report::ReportTool>::new(report::view),
     &TraceView,
+    &Typed::<tools::events::EventsTool>::new(op_stats::events_view),
     &Typed::<tools::overview::OverviewPage>::new(overview::view),
     &Typed::<tools::kpi::KpiTool>::new(overview::kpi_view),
     &Typed::<tools::input_pipeline::InputPipelineAnalyzer>::new(input_pipeline::view),

@@ -4,6 +4,7 @@
 use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
+use xlens_analysis::tools::events::{Aggregate, Events};
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
 use xlens_analysis::tools::hlo_modules::{HloModules, ModuleRow};
 use xlens_analysis::tools::idle_time::{IdleRow, IdleTime};
@@ -109,6 +110,25 @@ pub fn kernel_view(r: &PerHost<KernelStats>, _: &Cx) -> Markup {
         .col("min_duration_us", |(_, k)| us(k.min_duration_ps))
         .col("max_duration_us", |(_, k)| us(k.max_duration_ps));
     per_host(r, |s| &s.kernels, t)
+}
+
+/// The groups of matching events, largest total first (each host's).
+pub fn events_view(r: &PerHost<Events>, _: &Cx) -> Markup {
+    let opt = |s: &Option<String>| Cell::text(s.as_deref().unwrap_or(""));
+    let t = Table::new("sortable")
+        .filter()
+        .col("event", move |(_, a): &(usize, &Aggregate)| opt(&a.event))
+        .col("plane", move |(_, a)| opt(&a.plane))
+        .col("line", move |(_, a)| opt(&a.line))
+        .num("count", |(_, a)| Cell::int(a.count))
+        .num("total", |(_, a)| Cell::time(a.total_duration_ps))
+        .num("mean", |(_, a)| Cell::time(a.avg_duration_ps as i64))
+        .num("min", |(_, a)| Cell::time(a.min_duration_ps))
+        .num("p50", |(_, a)| Cell::time(a.p50_duration_ps as i64))
+        .num("p90", |(_, a)| Cell::time(a.p90_duration_ps as i64))
+        .num("p99", |(_, a)| Cell::time(a.p99_duration_ps as i64))
+        .num("max", |(_, a)| Cell::time(a.max_duration_ps));
+    per_host(r, |e| &e.aggregates, t)
 }
 
 /// Every HLO module by name (the names `--module` takes), with its size.
