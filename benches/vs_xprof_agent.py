@@ -24,7 +24,11 @@ import tempfile
 import time
 
 # xprof command -> xlens tool
-COMMANDS = [("get_kpi_metrics", "kpi"), ("list_hlo_modules", "hlo_modules")]
+COMMANDS = [
+    ("get_kpi_metrics", "kpi"),
+    ("list_hlo_modules", "hlo_modules"),
+    ("aggregate_xplane_events", "events"),
+]
 
 
 def timed(args, env=None):
