@@ -27,6 +27,12 @@ fn logdir(tag: &str) -> Option<PathBuf> {
     None
 }
 
+/// The run of `session` in the log directory of `tag`, when that is here.
+fn session_run(tag: &str, session: &str) -> Option<xlens_analysis::base::context::Run> {
+    let dir = logdir(tag)?.join("plugins/profile").join(session);
+    Some(open_run(xlens_store::discover(&dir).expect("discover")))
+}
+
 /// Each reference of `command`: (tag, session, XProf's answer).
 fn references(command: &str) -> Vec<(String, String, serde_json::Value)> {
     let dir = root().join("fixtures/expected/xprof/agent").join(command);
@@ -56,9 +62,9 @@ fn hlo_modules_are_the_modules_xprof_lists() {
     assert!(refs.len() >= 8, "{}", refs.len());
     let mut compared = 0;
     for (tag, session, want) in refs {
-        let Some(dir) = logdir(&tag) else { continue };
-        let session_dir = dir.join("plugins/profile").join(&session);
-        let run = open_run(xlens_store::discover(&session_dir).expect("discover"));
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
         let out = run_tool("hlo_modules", &run, &[]).json().unwrap();
         // XProf reads one host file of a session (`files_used`): the same host here.
         let used = want["capture"]["files_used"][0].as_str().unwrap();
@@ -110,9 +116,9 @@ fn kpi_figures_are_xprofs() {
     assert!(refs.len() >= 8, "{}", refs.len());
     let mut compared = 0;
     for (tag, session, want) in refs {
-        let Some(dir) = logdir(&tag) else { continue };
-        let session_dir = dir.join("plugins/profile").join(&session);
-        let run = open_run(xlens_store::discover(&session_dir).expect("discover"));
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
         let k = run_tool("kpi", &run, &[]).json().unwrap();
         let at = format!("{tag}/{session}");
         let kind = k["accelerator"]["kind"].as_str().unwrap();
@@ -232,11 +238,9 @@ fn events_and_their_aggregates_are_xprofs() {
             if used.len() != 1 {
                 continue;
             }
-            let Some(dir) = logdir(&tag) else { continue };
-            let run = open_run(
-                xlens_store::discover(&dir.join("plugins/profile").join(&session))
-                    .expect("discover"),
-            );
+            let Some(run) = session_run(&tag, &session) else {
+                continue;
+            };
             let out = run_tool("events", &run, params).json().unwrap();
             let at = format!("{folder} {tag}/{session}");
             let h = out["hosts"]
