@@ -134,7 +134,12 @@ fn point(
         flop_rate_gflops: rate,
         hbm_bw_gibps: bw * GIB_PER_GB,
         roof_gflops: roof,
-        roofline_efficiency: roof.filter(|r| *r > 0.0).map(|r| rate / r),
+        // With FLOPs, the FLOP rate under the roof; without, as XProf, the HBM bandwidth's share
+        // of the peak (not capped: an async copy's bytes over its short time can exceed it).
+        roofline_efficiency: match roof.filter(|r| *r > 0.0) {
+            Some(r) if flops > 0.0 => Some(rate / r),
+            _ => pb.filter(|_| hbm > 0.0).map(|p| bw * 1e9 / p),
+        },
         flops_utilization: fu,
         hbm_utilization: hu,
         bound_by: if fu == 0.0 && hu == 0.0 {
@@ -323,7 +328,9 @@ pub fn host_roofline_at(
             .then_with(|| a.name.cmp(&b.name))
     });
     let mut points = Vec::new();
-    let sum = |f: &dyn Fn(&OpRow) -> f64| ops.iter().map(|o| f(o)).sum::<f64>();
+    // XProf's Program row: innermost ops, infeed and outfeed left out, HBM bytes from XLA's
+    // breakdowns where ops carry them.
+    let prog = crate::base::hlo::program::ProgramRoofline::of(&h);
     points.push(point(
         "Total",
         "host",
@@ -331,11 +338,11 @@ pub fn host_roofline_at(
         "",
         "Program",
         1,
-        h.total_time_ps,
+        prog.time_ps,
         0,
-        sum(&|o| o.flops),
-        sum(&|o| o.hbm_bytes),
-        sum(&|o| o.bytes_accessed),
+        prog.flops,
+        prog.hbm_bytes,
+        prog.bytes_accessed,
         peaks,
         "",
     ));
