@@ -215,19 +215,17 @@ fn tpu_hlo_stats_and_roofline_match_xprof() {
         .unwrap_or_else(|| panic!("roofline record {op}"));
         let g = |k: &str| t[k].as_f64().unwrap_or(0.0);
         assert_eq!(pt.bound_by, t["bound_by"].as_str().unwrap_or(""), "{op}");
-        // Named difference: XProf's whole-program row counts as HBM only the bytes of ops that
-        // have a memory-access breakdown (its op rows count all bytes of ops without one); xlens
-        // sums its op rows, so its whole-program HBM figures are XProf's all-memory ones.
-        let (bw_key, oi_key) = if op == "Program" {
-            ("measured_memory_bw", "operational_intensity")
-        } else {
-            ("hbm_bw", "hbm_operational_intensity")
-        };
+        // The whole-program row, as XProf's, counts as HBM only the bytes of ops that have a
+        // memory-access breakdown (an op row counts all bytes of an op without one).
         for (what, ours, theirs) in [
             ("total_time", pt.time_ps as f64 / 1e6, g("total_time")),
             ("flop rate", pt.flop_rate_gflops, g("measured_flop_rate")),
-            (bw_key, pt.hbm_bw_gibps, g(bw_key)),
-            (oi_key, pt.operational_intensity, g(oi_key)),
+            ("hbm_bw", pt.hbm_bw_gibps, g("hbm_bw")),
+            (
+                "hbm_operational_intensity",
+                pt.operational_intensity,
+                g("hbm_operational_intensity"),
+            ),
         ] {
             let e = rel(ours, theirs);
             assert!(e <= 0.01, "{op}: {what} {ours} vs {theirs}");
