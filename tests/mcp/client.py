@@ -56,6 +56,10 @@ async def every_tool(s: ClientSession, run: str | None, names: list[str]) -> Non
 
 
 async def over_stdio() -> None:
+    # A wrong path fails at once, naming it.
+    bad = subprocess.run([XLENS, "mcp", "/no/such/logdir"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=30)
+    assert bad.returncode == 1 and "/no/such/logdir: does not exist" in bad.stderr, bad
     names = registry()
     params = StdioServerParameters(command=XLENS, args=["mcp", str(LOGDIR)])
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:

@@ -2,7 +2,7 @@
 //! harnesses that start a server per session. Over HTTP the same tools are at `/mcp` of
 //! `xlens serve`.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
 /// Serve the tools over MCP (stdio) for a log directory, session or profile file.
@@ -18,6 +18,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    // A wrong path is the command's error, not every tool call's later.
+    if xlens_store::bucket_url(&a.path).is_none() && !a.path.exists() {
+        bail!("{}: does not exist", a.path.display());
+    }
     xlens_server::ProfileCache::quiet();
     let label = a.path.display().to_string();
     let state = xlens_server::AppState::new(a.path, label);
