@@ -33,6 +33,15 @@ fn session_run(tag: &str, session: &str) -> Option<xlens_analysis::base::context
     Some(open_run(xlens_store::discover(&dir).expect("discover")))
 }
 
+/// The answer for host `name` in a per-host tool's JSON.
+fn host_answer<'a>(out: &'a serde_json::Value, name: &serde_json::Value) -> &'a serde_json::Value {
+    let hosts = out["hosts"].as_array().expect("hosts");
+    hosts
+        .iter()
+        .find(|h| &h["host"] == name)
+        .unwrap_or_else(|| panic!("no host {name} in {hosts:?}"))
+}
+
 /// Each reference of `command`: (tag, session, XProf's answer).
 fn references(command: &str) -> Vec<(String, String, serde_json::Value)> {
     let dir = root().join("fixtures/expected/xprof/agent").join(command);
@@ -68,12 +77,7 @@ fn hlo_modules_are_the_modules_xprof_lists() {
         let out = run_tool("hlo_modules", &run, &[]).json().unwrap();
         // XProf reads one host file of a session (`files_used`): the same host here.
         let used = want["capture"]["files_used"][0].as_str().unwrap();
-        let host = out["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["host"] == used)
-            .unwrap_or_else(|| panic!("{tag}/{session}: no host {used}"));
+        let host = host_answer(&out, &serde_json::json!(used));
         let names: Vec<&str> = host["modules"]
             .as_array()
             .unwrap()
@@ -243,12 +247,7 @@ fn events_and_their_aggregates_are_xprofs() {
             };
             let out = run_tool("events", &run, params).json().unwrap();
             let at = format!("{folder} {tag}/{session}");
-            let h = out["hosts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|h| h["host"] == used[0])
-                .unwrap_or_else(|| panic!("{at}: no host"));
+            let h = host_answer(&out, &used[0]);
             let Some(rows) = want["aggregates"].as_array() else {
                 assert_eq!(h["matched"], want["total_matched"], "{at}");
                 compared += 1;
@@ -302,12 +301,7 @@ fn roofline_program_and_ops_are_xprofs() {
         };
         let out = run_tool("roofline_model", &run, &[]).json().unwrap();
         let at = format!("{tag}/{session}");
-        let h = out["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["host"] == used[0])
-            .unwrap_or_else(|| panic!("{at}: no host"));
+        let h = host_answer(&out, &used[0]);
         let points = h["points"].as_array().unwrap();
         let prog = &points[0];
         let w = &want["program"];
