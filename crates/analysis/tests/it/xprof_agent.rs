@@ -201,6 +201,29 @@ fn kpi_figures_are_xprofs() {
             k["derived_flops_fraction"], want["derived_flops_fraction"],
             "{at}"
         );
+        // One definition in every view: the verdict is the overview's advice of the same host,
+        // and a single host's step count and mean are the overview's.
+        let o = run_tool("overview_page", &run, &[]).json().unwrap();
+        let host = host_answer(&o, &k["verdict"]["host"]);
+        for key in [
+            "bottleneck",
+            "summary",
+            "suggestion",
+            "tool",
+            "worst_step",
+            "window_ps",
+        ] {
+            assert_eq!(k["verdict"][key], host["advice"][key], "{at}: {key}");
+        }
+        if k["hosts"] == 1 {
+            assert_eq!(k["step_count"], o["steps"]["count"], "{at}: steps");
+            let mean_ps = o["steps"]["mean_ps"].as_f64().unwrap();
+            let ours = k["step_time_ms"].as_f64().unwrap_or(0.0) * 1e9;
+            assert!(
+                (ours - mean_ps).abs() <= 1.0,
+                "{at}: mean {ours} vs {mean_ps}"
+            );
+        }
         compared += 1;
     }
     eprintln!("{compared} sessions compared");
