@@ -25,6 +25,7 @@ pub mod memory_viewer;
 pub mod op_profile;
 mod output;
 pub mod overview;
+pub mod peak_allocations;
 pub mod pytorch_views;
 pub mod report;
 pub mod roofline;
@@ -59,6 +60,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<launch_stats::LaunchStatsTool>(PhantomData),
     &Entry::<memory_viewer::MemoryViewerTool>(PhantomData),
     &Entry::<memory_profile::MemoryProfileTool>(PhantomData),
+    &Entry::<peak_allocations::PeakAllocationsTool>(PhantomData),
     &Entry::<op_profile::OpProfile>(PhantomData),
     &Entry::<hlo_modules::HloModulesTool>(PhantomData),
     &Entry::<hlo_stats::HloStats>(PhantomData),

@@ -359,3 +359,74 @@ fn roofline_program_and_ops_are_xprofs() {
     }
     assert!(compared >= 1 || std::env::var("CI").as_deref() != Ok("true"));
 }
+
+/// A module's rows as (instruction, MiB), XProf's label for the grouped small buffers in place of
+/// ours (XProf names that group `unknown`: it has no defining instruction).
+fn buffer_rows(m: &serde_json::Value) -> Vec<(String, f64)> {
+    m["top_buffers"]
+        .as_array()
+        .expect("top_buffers")
+        .iter()
+        .map(|b| {
+            let name = b["instruction"].as_str().unwrap();
+            let name = if name.starts_with("small buffers (") {
+                "unknown"
+            } else {
+                name
+            };
+            (name.to_string(), b["size_mib"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+fn same_mib(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn peak_allocations_are_xprofs() {
+    let mut compared = 0;
+    for (folder, flags) in [
+        ("get_peak_allocations", vec![]),
+        (
+            "get_peak_allocations-all",
+            vec![
+                ("limit", "0"),
+                ("min_size_mib", "0.05"),
+                ("no_aggregate", "true"),
+            ],
+        ),
+    ] {
+        let refs = references(folder);
+        assert!(refs.len() >= 6, "{folder}: {}", refs.len());
+        for (tag, session, want) in refs {
+            let Some(run) = session_run(&tag, &session) else {
+                continue;
+            };
+            let out = run_tool("peak_allocations", &run, &flags).json().unwrap();
+            let used = want["capture"]["files_used"][0].as_str().unwrap();
+            let host = host_answer(&out, &serde_json::json!(used));
+            let what = format!("{folder} {tag}/{session}");
+            assert_eq!(
+                host["total_modules"], want["summary"]["total_modules"],
+                "{what}"
+            );
+            let ours = host["modules"].as_array().unwrap();
+            let theirs = want["modules"].as_array().unwrap();
+            assert_eq!(ours.len(), theirs.len(), "{what}");
+            for (o, t) in ours.iter().zip(theirs) {
+                assert_eq!(o["module_name"], t["module_name"], "{what}");
+                let (a, b) = (o["total_hbm_mib"].as_f64(), t["total_hbm_mib"].as_f64());
+                assert!(same_mib(a.unwrap(), b.unwrap()), "{what}: {o} / {t}");
+                let (ob, tb) = (buffer_rows(o), buffer_rows(t));
+                assert_eq!(ob.len(), tb.len(), "{what}: {ob:?} / {tb:?}");
+                for (x, y) in ob.iter().zip(&tb) {
+                    assert!(x.0 == y.0 && same_mib(x.1, y.1), "{what}: {ob:?} / {tb:?}");
+                }
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 12 || std::env::var("CI").as_deref() != Ok("true"));
+    eprintln!("{compared} answers compared");
+}

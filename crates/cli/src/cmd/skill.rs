@@ -90,6 +90,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../../docs/src/tools/memory_profile.md"),
     ),
     (
+        "peak_allocations",
+        include_str!("../../../../docs/src/tools/peak_allocations.md"),
+    ),
+    (
         "op_profile",
         include_str!("../../../../docs/src/tools/op_profile.md"),
     ),

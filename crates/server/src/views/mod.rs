@@ -139,6 +139,7 @@ pub static VIEWS: &[&dyn View] = &[
         memory::largest_module,
     ),
     &Typed::<tools::memory_profile::MemoryProfileTool>::new(memory::profile_view),
+    &Typed::<tools::peak_allocations::PeakAllocationsTool>::new(op_stats::peak_allocations_view),
     &Typed::<tools::op_profile::OpProfile>::new(ops::op_profile_view),
     &Typed::<tools::hlo_modules::HloModulesTool>::new(op_stats::hlo_modules_view),
     &Typed::<tools::hlo_stats::HloStats>::new(ops::hlo_stats_view),

@@ -11,6 +11,7 @@ use xlens_analysis::tools::idle_time::{IdleRow, IdleTime};
 use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
 use xlens_analysis::tools::launch_stats::{Launch, LaunchStats};
+use xlens_analysis::tools::peak_allocations::{self as peaks, PeakAllocations};
 use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
 
 use super::ui::{Cell, Table};
@@ -143,6 +144,28 @@ pub fn hlo_modules_view(r: &PerHost<HloModules>, _: &Cx) -> Markup {
         })
         .num("computations", |(_, m)| Cell::int(m.computations))
         .num("instructions", |(_, m)| Cell::int(m.instructions));
+    per_host(r, |s| &s.modules, t)
+}
+
+/// Every HLO module by device memory allocated, largest first, with its largest buffers at the
+/// peak.
+pub fn peak_allocations_view(r: &PerHost<PeakAllocations>, _: &Cx) -> Markup {
+    let t = Table::new("sortable")
+        .filter()
+        .col("module", |(_, m): &(usize, &peaks::ModuleRow)| {
+            Cell::text(&m.module_name)
+        })
+        .num("allocated MiB", |(_, m)| Cell::float(m.total_hbm_mib, 2))
+        .num("peak heap MiB", |(_, m)| Cell::float(m.peak_heap_mib, 2))
+        .col("largest buffers at the peak", |(_, m)| {
+            let top: Vec<String> = m
+                .top_buffers
+                .iter()
+                .take(3)
+                .map(|b| format!("{} ({:.2} MiB)", b.instruction, b.size_mib))
+                .collect();
+            Cell::text(top.join(", "))
+        });
     per_host(r, |s| &s.modules, t)
 }
 

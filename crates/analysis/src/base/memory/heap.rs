@@ -158,6 +158,10 @@ pub struct PeakBuffer {
     /// First and last program point (trace event index) of its lifetime in the trace.
     pub lifetime_start: Option<usize>,
     pub lifetime_end: Option<usize>,
+    /// Place in XProf's max-heap list (whole-program buffers first, then those live at the
+    /// peak as the simulation allocated them): the order XProf keeps among equal sizes.
+    #[serde(skip)]
+    pub heap_order: usize,
 }
 
 /// Buffers below [`SMALL_BUFFER_BYTES`] live at the peak, grouped.
@@ -464,7 +468,7 @@ pub fn module_memory(m: &HloModule, memory_space: i64) -> Result<ModuleMemory, S
         count: 0,
         bytes: 0,
     };
-    for (b, indefinite) in peak_ids {
+    for (heap_order, (b, indefinite)) in peak_ids.into_iter().enumerate() {
         let x = &bufs.list[b];
         if x.size < SMALL_BUFFER_BYTES {
             small.count += 1;
@@ -504,6 +508,7 @@ pub fn module_memory(m: &HloModule, memory_space: i64) -> Result<ModuleMemory, S
             indefinite,
             lifetime_start: span.map(|s| s.0),
             lifetime_end: span.map(|s| s.1),
+            heap_order,
         });
     }
     peak_buffers.sort_by(|a, b| {
