@@ -29,6 +29,7 @@ pub mod peak_allocations;
 pub mod pytorch_views;
 pub mod report;
 pub mod roofline;
+pub mod step_trace;
 pub mod temporal_breakdown;
 pub mod trace_viewer;
 
@@ -47,6 +48,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<events::EventsTool>(PhantomData),
     &Entry::<overview::OverviewPage>(PhantomData),
     &Entry::<kpi::KpiTool>(PhantomData),
+    &Entry::<step_trace::StepTraceTool>(PhantomData),
     &Entry::<input_pipeline::InputPipelineAnalyzer>(PhantomData),
     &Entry::<framework_op_stats::FrameworkOpStatsTool>(PhantomData),
     &Entry::<kernel_stats::KernelStatsTool>(PhantomData),

@@ -430,3 +430,94 @@ fn peak_allocations_are_xprofs() {
     assert!(compared >= 12 || std::env::var("CI").as_deref() != Ok("true"));
     eprintln!("{compared} answers compared");
 }
+
+#[test]
+fn step_trace_is_xprofs() {
+    let refs = references("get_step_trace-all");
+    assert!(refs.len() >= 6, "{}", refs.len());
+    let near = |a: &serde_json::Value, b: &serde_json::Value, tol: f64| {
+        (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= tol
+    };
+    let mut compared = 0;
+    for (tag, session, want) in refs {
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
+        let theirs = want["step_breakdown"].as_array().unwrap();
+        // XProf reads its pod viewer first, which lists every step by number; when no step
+        // there has device, input or output time it reads the input pipeline's table, which
+        // leaves out the first and last step as the overview does and names them.
+        let pod = theirs.iter().all(|s| s["step_num"].is_i64());
+        let mut flags = vec![("limit", "0")];
+        if pod {
+            flags.push(("all_steps", "true"));
+        }
+        let out = run_tool("step_trace", &run, &flags).json().unwrap();
+        let used = want["capture"]["files_used"][0].as_str().unwrap();
+        let host = host_answer(&out, &serde_json::json!(used));
+        let what = format!("{tag}/{session}");
+        assert_eq!(host["total_records"], want["total_records"], "{what}");
+        let ours = host["step_breakdown"].as_array().unwrap();
+        let mut same_input = true;
+        for (a, b) in ours.iter().zip(theirs) {
+            let w = format!("{what} step {}", b["step_num"]);
+            let name = if pod { &a["step_num"] } else { &a["step_name"] };
+            assert_eq!(name, &b["step_num"], "{w}");
+            for k in [
+                "step_time_ms",
+                "compute_time_ms",
+                "communication_time_ms",
+                "outfeed_time_ms",
+            ] {
+                assert!(near(&a[k], &b[k], 1.01e-4), "{w} {k}: {} / {}", a[k], b[k]);
+            }
+            // Input here includes the loop's data-stage annotations, which XProf files as host
+            // compute: input only grows, and input and idle together are XProf's.
+            let (ai, bi) = (
+                a["infeed_time_ms"].as_f64().unwrap(),
+                b["infeed_time_ms"].as_f64().unwrap(),
+            );
+            assert!(ai >= bi - 1.01e-4, "{w}: input {ai} / {bi}");
+            let sum = |s: &serde_json::Value| {
+                s["infeed_time_ms"].as_f64().unwrap() + s["idle_time_ms"].as_f64().unwrap()
+            };
+            assert!((sum(a) - sum(b)).abs() <= 2.1e-4, "{w}: {a} / {b}");
+            if (ai - bi).abs() <= 1.01e-4 {
+                for k in ["infeed_percent", "idle_percent", "compute_percent"] {
+                    assert!(near(&a[k], &b[k], 0.0101), "{w} {k}: {} / {}", a[k], b[k]);
+                }
+                assert!(near(&a["idle_time_ms"], &b["idle_time_ms"], 1.01e-4), "{w}");
+                assert_eq!(a["bottleneck"], b["bottleneck"], "{w}");
+            } else {
+                same_input = false;
+            }
+        }
+        let (sa, sb) = (&host["summary"], &want["summary"]);
+        assert_eq!(sa["total_steps"], sb["total_steps"], "{what}");
+        for k in [
+            "step_time_ms_average",
+            "step_time_ms_min",
+            "step_time_ms_max",
+            "step_time_ms_stddev",
+            "compute_time_ms_average",
+            "communication_time_ms_average",
+            "outfeed_time_ms_average",
+        ] {
+            assert!(
+                near(&sa[k], &sb[k], 1.01e-4),
+                "{what} {k}: {} / {}",
+                sa[k],
+                sb[k]
+            );
+        }
+        if same_input {
+            for k in ["infeed_time_ms_average", "idle_time_ms_average"] {
+                assert!(near(&sa[k], &sb[k], 1.01e-4), "{what} {k}");
+            }
+            assert_eq!(sa["primary_bottleneck"], sb["primary_bottleneck"], "{what}");
+        }
+        compared += 1;
+    }
+    assert!(compared >= 7 || std::env::var("CI").as_deref() != Ok("true"));
+    eprintln!("{compared} sessions compared");
+}

@@ -98,6 +98,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../../docs/src/tools/op_profile.md"),
     ),
     (
+        "step_trace",
+        include_str!("../../../../docs/src/tools/step_trace.md"),
+    ),
+    (
         "hlo_modules",
         include_str!("../../../../docs/src/tools/hlo_modules.md"),
     ),

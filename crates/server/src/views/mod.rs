@@ -123,6 +123,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::events::EventsTool>::new(op_stats::events_view),
     &Typed::<tools::overview::OverviewPage>::new(overview::view),
     &Typed::<tools::kpi::KpiTool>::new(overview::kpi_view),
+    &Typed::<tools::step_trace::StepTraceTool>::new(op_stats::step_trace_view),
     &Typed::<tools::input_pipeline::InputPipelineAnalyzer>::new(input_pipeline::view),
     &Typed::<tools::framework_op_stats::FrameworkOpStatsTool>::new(op_stats::framework_view),
     &Typed::<tools::kernel_stats::KernelStatsTool>::new(op_stats::kernel_view),

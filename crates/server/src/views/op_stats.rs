@@ -12,6 +12,7 @@ use xlens_analysis::tools::kernel_breakdown::{KernelBreakdown, KernelRow};
 use xlens_analysis::tools::kernel_stats::{Kernel, KernelStats};
 use xlens_analysis::tools::launch_stats::{Launch, LaunchStats};
 use xlens_analysis::tools::peak_allocations::{self as peaks, PeakAllocations};
+use xlens_analysis::tools::step_trace::{StepInfo, StepTrace};
 use xlens_analysis::tools::temporal_breakdown::TemporalBreakdown;
 
 use super::ui::{Cell, Table};
@@ -167,6 +168,23 @@ pub fn peak_allocations_view(r: &PerHost<PeakAllocations>, _: &Cx) -> Markup {
             Cell::text(top.join(", "))
         });
     per_host(r, |s| &s.modules, t)
+}
+
+/// One row per step: its time in XProf's five groups and its bottleneck.
+pub fn step_trace_view(r: &PerHost<StepTrace>, _: &Cx) -> Markup {
+    let t = Table::new("sortable")
+        .num("step", |(_, s): &(usize, &StepInfo)| Cell::int(s.step_num))
+        .col("name", |(_, s)| Cell::text(&s.step_name))
+        .num("step ms", |(_, s)| Cell::float(s.step_time_ms, 4))
+        .num("compute ms", |(_, s)| Cell::float(s.compute_time_ms, 4))
+        .num("communication ms", |(_, s)| {
+            Cell::float(s.communication_time_ms, 4)
+        })
+        .num("input ms", |(_, s)| Cell::float(s.infeed_time_ms, 4))
+        .num("output ms", |(_, s)| Cell::float(s.outfeed_time_ms, 4))
+        .num("idle ms", |(_, s)| Cell::float(s.idle_time_ms, 4))
+        .col("bottleneck", |(_, s)| Cell::text(s.bottleneck));
+    per_host(r, |s| &s.step_breakdown, t)
 }
 
 /// One row per rank (host), HTA's columns; a host without GPU events says so.
