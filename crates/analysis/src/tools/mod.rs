@@ -8,6 +8,7 @@
 //!
 //! Tools import only the base layer (`crate::base`), never each other or this registry.
 
+pub mod async_overlap;
 pub mod comm_comp_overlap;
 pub mod events;
 pub mod framework_op_stats;
@@ -46,6 +47,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<report::ReportTool>(PhantomData),
     &Entry::<trace_viewer::TraceViewer>(PhantomData),
     &Entry::<events::EventsTool>(PhantomData),
+    &Entry::<async_overlap::AsyncOverlapTool>(PhantomData),
     &Entry::<overview::OverviewPage>(PhantomData),
     &Entry::<kpi::KpiTool>(PhantomData),
     &Entry::<step_trace::StepTraceTool>(PhantomData),

@@ -521,3 +521,86 @@ fn step_trace_is_xprofs() {
     assert!(compared >= 7 || std::env::var("CI").as_deref() != Ok("true"));
     eprintln!("{compared} sessions compared");
 }
+
+#[test]
+fn async_overlap_is_xprofs() {
+    let refs = references("analyze_async_overlap");
+    assert!(refs.len() >= 7, "{}", refs.len());
+    let mut compared = 0;
+    let mut with_ops = 0;
+    for (tag, session, want) in refs {
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
+        let out = run_tool("async_overlap", &run, &[]).json().unwrap();
+        let used = want["capture"]["files_used"][0].as_str().unwrap();
+        let host = host_answer(&out, &serde_json::json!(used));
+        let what = format!("{tag}/{session}");
+        let (a, b) = (&host["summary"], &want["summary"]);
+        let count = b["count"].as_i64().unwrap();
+        // XProf reads times as float nanoseconds and truncates them to ps: within 1 ps an op.
+        let near = |x: &serde_json::Value, y: &serde_json::Value, n: i64| {
+            (x.as_i64().unwrap() - y.as_i64().unwrap()).abs() <= n
+        };
+        for k in ["count", "hidden", "partial", "exposed", "unpaired_ops"] {
+            assert_eq!(a[k], b[k], "{what} {k}");
+        }
+        for k in ["span_ps", "exposed_ps"] {
+            assert!(near(&a[k], &b[k], count), "{what} {k}: {} / {}", a[k], b[k]);
+        }
+        assert_eq!(
+            a["overlap_ratio"].is_null(),
+            b["overlap_ratio"].is_null(),
+            "{what}"
+        );
+        assert_eq!(host["note"].is_string(), count == 0, "{what}");
+        // Per plane and per op kind.
+        let planes = host["by_plane"].as_array().unwrap();
+        let theirs = want["by_plane"].as_object().unwrap();
+        assert_eq!(planes.len(), theirs.len(), "{what}");
+        for p in planes {
+            let q = &theirs[p["plane"].as_str().unwrap()];
+            assert_eq!(p["window_source"], q["window_source"], "{what}");
+            for k in ["count", "hidden", "partial", "exposed"] {
+                assert_eq!(p[k], q[k], "{what} {k}");
+            }
+            assert!(near(&p["exposed_ps"], &q["exposed_ps"], count), "{what}");
+        }
+        let ops = host["by_op"].as_array().unwrap();
+        let theirs = want["by_op"].as_object().unwrap();
+        let names: Vec<&str> = ops.iter().map(|o| o["op"].as_str().unwrap()).collect();
+        let want_names: Vec<&str> = theirs.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), want_names.len(), "{what}");
+        for o in ops {
+            let q = &theirs[o["op"].as_str().unwrap()];
+            assert_eq!(o["count"], q["count"], "{what}");
+        }
+        // The most exposed ops: the same ones, in order; times on the session's axis here
+        // (XProf's are absolute), so one offset between them.
+        let (top, want_top) = (
+            host["top_exposed"].as_array().unwrap(),
+            want["top_exposed"].as_array().unwrap(),
+        );
+        assert_eq!(top.len(), want_top.len(), "{what}");
+        let mut offsets = std::collections::BTreeSet::new();
+        for (x, y) in top.iter().zip(want_top) {
+            for k in ["plane", "name", "op", "class"] {
+                assert_eq!(x[k], y[k], "{what} {k}");
+            }
+            assert!(near(&x["span_ps"], &y["span_ps"], 2), "{what}");
+            assert!(near(&x["exposed_ps"], &y["exposed_ps"], 2), "{what}");
+            offsets.insert(y["start_ps"].as_i64().unwrap() - x["start_ps"].as_i64().unwrap());
+        }
+        assert!(offsets.len() <= 1, "{what}: {offsets:?}");
+        assert_eq!(
+            host["concurrency"].as_array().unwrap().len(),
+            want["concurrency"].as_array().unwrap().len(),
+            "{what}"
+        );
+        compared += 1;
+        with_ops += usize::from(count > 0);
+    }
+    assert!(compared >= 8 || std::env::var("CI").as_deref() != Ok("true"));
+    assert!(with_ops >= 1 || std::env::var("CI").as_deref() != Ok("true"));
+    eprintln!("{compared} sessions compared, {with_ops} with async ops");
+}

@@ -33,6 +33,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../../docs/src/tools/events.md"),
     ),
     (
+        "async_overlap",
+        include_str!("../../../../docs/src/tools/async_overlap.md"),
+    ),
+    (
         "overview_page",
         include_str!("../../../../docs/src/tools/overview_page.md"),
     ),

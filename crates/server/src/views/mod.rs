@@ -121,6 +121,7 @@ pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::report::ReportTool>::new(report::view),
     &TraceView,
     &Typed::<tools::events::EventsTool>::new(op_stats::events_view),
+    &Typed::<tools::async_overlap::AsyncOverlapTool>::new(op_stats::async_overlap_view),
     &Typed::<tools::overview::OverviewPage>::new(overview::view),
     &Typed::<tools::kpi::KpiTool>::new(overview::kpi_view),
     &Typed::<tools::step_trace::StepTraceTool>::new(op_stats::step_trace_view),

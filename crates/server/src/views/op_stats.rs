@@ -3,6 +3,7 @@
 
 use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
+use xlens_analysis::tools::async_overlap::{AsyncOverlap, Window};
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::events::{Aggregate, Events};
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
@@ -185,6 +186,39 @@ pub fn step_trace_view(r: &PerHost<StepTrace>, _: &Cx) -> Markup {
         .num("idle ms", |(_, s)| Cell::float(s.idle_time_ms, 4))
         .col("bottleneck", |(_, s)| Cell::text(s.bottleneck));
     per_host(r, |s| &s.step_breakdown, t)
+}
+
+/// The most exposed async ops, with the summary above them.
+pub fn async_overlap_view(r: &PerHost<AsyncOverlap>, _: &Cx) -> Markup {
+    let summary: Vec<String> = r
+        .hosts
+        .iter()
+        .filter_map(|(h, o)| {
+            let o = o.as_ref().ok()?;
+            let s = &o.summary;
+            Some(match s.overlap_ratio {
+                Some(x) => format!(
+                    "host {h}: {} async ops, {:.1}% of their time hidden ({} hidden, {} partial, {} exposed)",
+                    s.bucket.count, x * 100.0, s.bucket.hidden, s.bucket.partial, s.bucket.exposed
+                ),
+                None => format!("host {h}: {}", o.note.as_deref().unwrap_or("no async ops")),
+            })
+        })
+        .collect();
+    let t = Table::new("sortable")
+        .filter()
+        .col("plane", |(_, w): &(usize, &Window)| Cell::text(&w.plane))
+        .col("async op", |(_, w)| Cell::text(&w.name))
+        .col("kind", |(_, w)| Cell::text(&w.op))
+        .num("start", |(_, w)| Cell::int(w.start_ps))
+        .num("span", |(_, w)| Cell::time(w.span_ps))
+        .num("exposed", |(_, w)| Cell::time(w.exposed_ps))
+        .num("hidden share", |(_, w)| Cell::float(w.overlap_ratio, 3))
+        .col("class", |(_, w)| Cell::text(w.class));
+    html! {
+        @for line in &summary { p { (line) } }
+        (per_host(r, |o| &o.top_exposed, t))
+    }
 }
 
 /// One row per rank (host), HTA's columns; a host without GPU events says so.
