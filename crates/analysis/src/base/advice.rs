@@ -104,7 +104,7 @@ pub const IDLE_PCT: f64 = 5.0;
 pub const MEMORY_BOUND_PCT: f64 = 50.0;
 
 /// What bounds the steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bottleneck {
     InputBound,
@@ -129,7 +129,7 @@ impl Bottleneck {
 }
 
 /// One figure the advice rests on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Figure {
     pub name: &'static str,
     /// Percent of step time (or of op time for `memory_bound_op_pct`).
@@ -139,7 +139,7 @@ pub struct Figure {
 /// The advice for one host.
 /// A tool the advice points to. Serialised as the tool's registered name, which
 /// [`ToolLink::name`] gives too (a test holds every link to a registered tool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolLink {
     OverviewPage,
@@ -182,7 +182,7 @@ impl std::fmt::Display for ToolLink {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Advice {
     pub bottleneck: Bottleneck,
     /// One sentence: the verdict and the figure that decided it.
@@ -205,7 +205,7 @@ pub struct Advice {
 
 /// The verdict of a run of several hosts: the bottleneck most of its hosts have (on a tie, the
 /// one the rules try first), and every verdict with its hosts, so a host that differs is named.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunAdvice {
     pub bottleneck: Bottleneck,
     /// Hosts with that verdict, of `hosts` with advice.
@@ -287,7 +287,7 @@ pub fn run_advice<'a>(hosts: impl IntoIterator<Item = (&'a str, &'a Advice)>) ->
 }
 
 /// Consecutive steps with one verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepRange {
     pub first_step: String,
     pub last_step: String,

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use xlens_model::{Plane, Profile, StatValue};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum DeviceKind {
     #[serde(rename = "TPU")]
     Tpu,
@@ -24,7 +24,7 @@ impl DeviceKind {
 }
 
 /// The accelerator (or CPU) of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DeviceInfo {
     pub kind: DeviceKind,
     /// Model as the profile names it, e.g. `TPU v6 Lite`, or a description from GPU capabilities.

@@ -22,7 +22,7 @@ use xlens_model::{Plane, Profile};
 use crate::base::device::{device_info, device_planes, DeviceKind};
 
 /// Where a peak figure came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PeakSource {
     /// Stated by the profile (plane stats).
@@ -42,7 +42,7 @@ pub enum PeakSource {
 /// One published device figure. FLOP rates are dense (no structured sparsity) BF16 matrix
 /// throughput per device plane as profiles show them (per chip, except TPU v2/v3 whose two
 /// TensorCores are separate planes).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct TableEntry {
     pub name: &'static str,
     pub peak_teraflops_per_second: f64,
@@ -258,7 +258,7 @@ impl UserPeaks {
 }
 
 /// The roofs of one host's device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PeakSpec {
     pub kind: DeviceKind,
     pub model: String,
@@ -451,7 +451,7 @@ fn multiply_adds(seed: f32, op: impl Fn(f32, f32, f32) -> f32) -> f32 {
 }
 
 /// A measurement of this machine's peaks, and when and how it was made.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct HostMeasurement {
     pub flops_per_second: f64,
     pub bytes_per_second: f64,

@@ -17,7 +17,7 @@ pub trait Tool: Sync + 'static {
     /// Its parameters, from the command line or the query string.
     type Params: ToolParams;
     /// Its result.
-    type Output: Serialize + Send + Sync + 'static;
+    type Output: Serialize + schemars::JsonSchema + Send + Sync + 'static;
     /// What it needs read of a file when it runs alone (the command line's `xlens TOOL FILE`).
     const READS: xlens_loader::Reads = xlens_loader::Reads::Everything;
 
@@ -90,6 +90,46 @@ impl<T> PerHost<T> {
         }
         text.push_str(&self.csv(csv));
         text
+    }
+}
+
+/// `{"tool", "hosts": [...]}`: each host's answer with its `host`, or `host` and `error`.
+impl<T: schemars::JsonSchema> schemars::JsonSchema for PerHost<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("PerHost_{}", T::schema_name()).into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let answer = g.subschema_for::<T>();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "One answer per host file.",
+            "properties": {
+                "tool": {"type": "string"},
+                "hosts": {
+                    "type": "array",
+                    "items": {"anyOf": [
+                        {
+                            "description": "The host's answer, with its name in `host`.",
+                            "allOf": [answer, {
+                                "type": "object",
+                                "properties": {"host": {"type": "string"}},
+                                "required": ["host"]
+                            }]
+                        },
+                        {
+                            "description": "A host file that could not be read.",
+                            "type": "object",
+                            "properties": {
+                                "host": {"type": "string"},
+                                "error": {"type": "string"}
+                            },
+                            "required": ["host", "error"]
+                        }
+                    ]}
+                }
+            },
+            "required": ["tool", "hosts"]
+        })
     }
 }
 

@@ -91,7 +91,7 @@ pub struct CondError {
 }
 
 /// What a condition found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CondResult {
     pub condition: String,
     pub holds: bool,

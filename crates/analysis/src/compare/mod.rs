@@ -38,7 +38,7 @@ pub use ops::{OpDiff, OpsDiff, OpsScope};
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// One run as compared.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Side {
     /// What the user named (a path or URL).
     pub path: String,
@@ -60,7 +60,7 @@ pub struct Side {
 }
 
 /// Step-time figures of one side.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct StepStats {
     pub count: usize,
     pub mean_ps: i64,
@@ -74,7 +74,7 @@ pub struct StepStats {
 }
 
 /// The step-time change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepTimeDiff {
     pub base: StepStats,
     pub new: StepStats,
@@ -90,7 +90,7 @@ pub struct StepTimeDiff {
 }
 
 /// Two values of one figure and the change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Delta {
     pub base: Option<f64>,
     pub new: Option<f64>,
@@ -114,7 +114,7 @@ impl Delta {
 }
 
 /// One category of the step breakdown: mean per step on each side.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CategoryDiff {
     pub id: String,
     pub label: String,
@@ -124,7 +124,7 @@ pub struct CategoryDiff {
 }
 
 /// Peak memory of one module or allocator.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryDiff {
     /// `module` (XLA buffer assignment heap) or `allocator` (allocator / device peak in use).
     pub kind: String,
@@ -135,7 +135,7 @@ pub struct MemoryDiff {
 }
 
 /// Everything `xlens diff` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Diff {
     pub base: Side,
     pub new: Side,

@@ -23,7 +23,7 @@ pub const OP_CHANGE_PCT: f64 = 5.0;
 pub const OP_CHANGE_MIN_PS: i64 = 1_000_000;
 
 /// One matched op key.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpDiff {
     /// What the ops were matched by.
     pub key: String,
@@ -65,7 +65,7 @@ impl OpDiff {
 }
 
 /// Every matched op, largest absolute change first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpsDiff {
     /// What the ops are (`XLA device ops`, `PyTorch events as HTA loads them`, ...).
     pub source: String,
@@ -104,7 +104,7 @@ pub fn normalize_op(name: &str) -> &str {
 }
 
 /// Which PyTorch events the op diff counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OpsScope {
     /// Every event of the trace.

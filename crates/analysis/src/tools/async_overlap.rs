@@ -27,7 +27,7 @@ pub const DEFAULT_EXPOSED: f64 = 0.1;
 pub const DEFAULT_TOP: usize = 20;
 
 /// Counts and times of a set of async ops.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Bucket {
     pub count: u64,
     /// Time from start to done, summed.
@@ -53,7 +53,7 @@ impl Bucket {
 }
 
 /// Every async op of the host.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     #[serde(flatten)]
     pub bucket: Bucket,
@@ -64,7 +64,7 @@ pub struct Summary {
 }
 
 /// One plane's async ops.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlaneBucket {
     pub plane: String,
     #[serde(flatten)]
@@ -74,7 +74,7 @@ pub struct PlaneBucket {
 }
 
 /// One async op kind (`copy`, `all-gather`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpBucket {
     pub op: String,
     #[serde(flatten)]
@@ -82,7 +82,7 @@ pub struct OpBucket {
 }
 
 /// One async op.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Window {
     pub plane: String,
     /// The start op's instruction name.
@@ -97,7 +97,7 @@ pub struct Window {
 }
 
 /// Two engines of one chip.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Pair {
     pub a: Engine,
     pub b: Engine,
@@ -106,7 +106,7 @@ pub struct Pair {
     pub concurrent_ratio: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Engine {
     pub plane: String,
     pub line: String,
@@ -115,7 +115,7 @@ pub struct Engine {
 }
 
 /// One TPU chip with two or more busy engines.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Chip {
     pub chip: u32,
     pub engines: Vec<Engine>,
@@ -124,7 +124,7 @@ pub struct Chip {
 }
 
 /// A host's async overlap.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AsyncOverlap {
     pub summary: Summary,
     /// Most exposed time first.
@@ -139,7 +139,7 @@ pub struct AsyncOverlap {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Thresholds {
     pub hidden: f64,
     pub exposed: f64,

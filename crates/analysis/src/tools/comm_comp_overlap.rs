@@ -13,7 +13,7 @@ use crate::base::pytorch::hta::{kernel_type, overlap, total, union, KernelType};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One rank's overlap.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CommCompOverlap {
     pub rank: i64,
     /// Percentage of communication time overlapped by computation (2 decimals); `None` without

@@ -45,7 +45,7 @@ pub struct EventsParams {
 }
 
 /// One matching event.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventRow {
     pub plane: String,
     pub line: String,
@@ -55,7 +55,7 @@ pub struct EventRow {
 }
 
 /// The matching events of one group.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Aggregate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
@@ -76,7 +76,7 @@ pub struct Aggregate {
 }
 
 /// One host's events.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Events {
     /// Events on the lines of the planes selected (matching or not).
     pub scanned: u64,

@@ -8,7 +8,7 @@ use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 use crate::base::ops::op_metrics::{device_framework_ops, FrameworkOp};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FrameworkOpRow {
     #[serde(flatten)]
     pub op: FrameworkOp,
@@ -23,7 +23,7 @@ pub struct FrameworkOpRow {
     pub flop_rate: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FrameworkOpStats {
     /// Every op, IDLE rows included, by self time (largest first).
     pub ops: Vec<FrameworkOpRow>,

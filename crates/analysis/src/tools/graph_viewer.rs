@@ -34,7 +34,7 @@ pub const MAX_NODES: usize = 400;
 pub const MAX_CANDIDATES: usize = 50;
 
 /// One instruction in the drawing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GraphNode {
     /// Unique instruction id within the module.
     pub id: i64,
@@ -69,7 +69,7 @@ pub struct GraphNode {
 }
 
 /// Data flows `from` (an operand) `to` (its user).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct GraphEdge {
     pub from: i64,
     pub to: i64,
@@ -78,7 +78,7 @@ pub struct GraphEdge {
 }
 
 /// An instruction that matched the search.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpMatch {
     pub module: String,
     pub name: String,
@@ -87,7 +87,7 @@ pub struct OpMatch {
 }
 
 /// The graph viewer's answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GraphViewer {
     /// The name searched for.
     pub query: Option<String>,
@@ -122,7 +122,7 @@ pub const MAX_SUGGESTIONS: usize = 5000;
 /// The graph viewer's starting points, from the first host with HLO modules: modules by op
 /// self time with their most expensive ops, the modules that ran no op (with their entry
 /// computation's root), and op names to suggest (by time).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Landing {
     pub host: String,
     pub modules: Vec<LandingModule>,
@@ -132,7 +132,7 @@ pub struct Landing {
     pub op_names_total: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LandingModule {
     pub name: String,
     /// Self time of the module's ops.
@@ -142,14 +142,14 @@ pub struct LandingModule {
     pub top_ops: Vec<LandingOp>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LandingOp {
     pub name: String,
     pub opcode: String,
     pub total_time_ps: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IdleModule {
     pub name: String,
     /// The root instruction of its entry computation.

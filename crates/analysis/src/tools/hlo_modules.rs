@@ -10,7 +10,7 @@ use crate::base::fmt::csv_field;
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One HLO module.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleRow {
     /// The producer's name for the program, as XProf lists it.
     pub name: String,
@@ -22,7 +22,7 @@ pub struct ModuleRow {
 }
 
 /// A host's HLO modules.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HloModules {
     pub count: usize,
     /// By name, as XProf sorts them.

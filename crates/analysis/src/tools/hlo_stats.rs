@@ -63,7 +63,7 @@ pub const EXTRA_COLUMNS: &[&str] = &[
 
 /// One HLO op: XProf's `hlo_stats` row, with the unit in each field's name (picoseconds for
 /// times; the CSV gives XProf's µs under XProf's column ids).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HloStatsRow {
     pub rank: usize,
     pub program_id: String,
@@ -103,7 +103,7 @@ pub struct HloStatsRow {
 }
 
 /// The HLO op stats of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostHloStats {
     pub host: String,
     pub error: Option<String>,
@@ -119,7 +119,8 @@ pub struct HostHloStats {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One row per HLO op, per host, with XProf's columns.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HloStatsReport {
     pub tool: &'static str,
     pub columns: Vec<&'static str>,

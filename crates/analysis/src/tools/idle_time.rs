@@ -40,7 +40,7 @@ impl Default for IdleTimeParams {
 }
 
 /// Why the GPU waited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCategory {
     HostWait,
@@ -49,7 +49,7 @@ pub enum IdleCategory {
 }
 
 /// One stream's idle time of one category.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IdleRow {
     pub stream: i64,
     pub idle_category: IdleCategory,
@@ -63,7 +63,7 @@ pub struct IdleRow {
 }
 
 /// One rank's breakdown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IdleTime {
     pub rank: i64,
     pub rows: Vec<IdleRow>,

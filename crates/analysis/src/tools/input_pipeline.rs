@@ -15,7 +15,7 @@ use crate::base::context::{Analysis, Run};
 use crate::base::steps::input_marks::{input_verdict, is_input_annotation};
 use crate::base::tool::{NoParams, Tool, ToolError};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepInput {
     pub name: String,
     pub duration_ps: i64,
@@ -23,7 +23,7 @@ pub struct StepInput {
     pub input_percent: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InputOp {
     pub name: String,
     /// XProf's category (`Enqueue`, `Demanded file read`, `Advanced file read`,
@@ -41,7 +41,7 @@ pub struct InputOp {
 }
 
 /// Host input time by XProf's categories (summed self time of the XProf-listed rows).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct HostInputBreakdown {
     pub enqueue_ps: i64,
     pub demanded_file_read_ps: i64,
@@ -50,7 +50,7 @@ pub struct HostInputBreakdown {
     pub unclassified_ps: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostInput {
     pub host: String,
     pub error: Option<String>,
@@ -66,7 +66,8 @@ pub struct HostInput {
     pub explanation: &'static str,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// How much of each step waits for input, per host, with the input ops.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InputPipeline {
     pub hosts: Vec<HostInput>,
 }

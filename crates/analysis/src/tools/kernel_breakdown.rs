@@ -56,7 +56,7 @@ impl Default for KernelBreakdownParams {
 }
 
 /// Time of one kernel type, or of types overlapping.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TypeTime {
     /// `COMPUTATION`, `COMMUNICATION`, `MEMORY`, or types joined by ` overlapping `.
     pub kernel_type: String,
@@ -66,7 +66,7 @@ pub struct TypeTime {
 }
 
 /// The kernels of one name (or "others") in one type.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelRow {
     pub name: String,
     pub kernel_type: KernelType,
@@ -94,7 +94,7 @@ pub struct KernelUs {
 }
 
 /// One rank's breakdown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelBreakdown {
     pub rank: i64,
     pub kernel_type_breakdown: Vec<TypeTime>,

@@ -11,7 +11,7 @@ use xlens_model::{Profile, StrId};
 
 use crate::base::device::{device_planes, DeviceKind};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Kernel {
     pub kernel_name: String,
     pub registers_per_thread: u32,
@@ -32,7 +32,7 @@ pub struct Kernel {
     pub max_duration_ps: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelStats {
     /// Every kernel, by total duration (largest first).
     pub kernels: Vec<Kernel>,

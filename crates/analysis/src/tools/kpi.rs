@@ -19,7 +19,7 @@ use crate::base::tool::{NoParams, Tool, ToolError};
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The accelerator of the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Accelerator {
     /// `TPU`, `GPU` or `CPU` (no accelerator).
     pub kind: DeviceKind,
@@ -30,7 +30,7 @@ pub struct Accelerator {
 }
 
 /// What bounds the steps: the overview's and the report's advice, in short.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The host it is of (the first host read; `run_summary` covers them all).
     pub host: String,
@@ -50,7 +50,7 @@ pub struct Verdict {
 }
 
 /// The key figures of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Kpi {
     pub run: String,
     pub hosts: usize,

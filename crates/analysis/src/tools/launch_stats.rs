@@ -61,7 +61,7 @@ impl Default for LaunchStatsParams {
 }
 
 /// Sum, mean, min and max of one quantity (ps) over the launches.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub sum: f64,
     pub mean: Option<f64>,
@@ -83,7 +83,7 @@ impl Summary {
 }
 
 /// One launch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Launch {
     pub correlation: i64,
     pub cpu_name: String,
@@ -94,7 +94,7 @@ pub struct Launch {
 }
 
 /// One rank's launch statistics.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LaunchStats {
     pub rank: i64,
     pub num_launches: usize,

@@ -9,12 +9,12 @@ use crate::base::memory::allocators::*;
 use crate::base::tool::{NoParams, Tool, ToolError};
 
 /// The memory profile of every host of the given sessions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryProfileReport {
     pub hosts: Vec<HostMemoryProfile>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostMemoryProfile {
     pub session: String,
     pub host: String,

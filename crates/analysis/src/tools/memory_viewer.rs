@@ -46,7 +46,7 @@ fn viewer_headroom(
 }
 
 /// The memory viewer of every host of the given sessions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryViewerReport {
     pub memory_space: i64,
     pub module: Option<String>,
@@ -93,7 +93,7 @@ fn module_choices(hosts: &[HostMemoryViewer]) -> Vec<ModuleChoice> {
     mods
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostMemoryViewer {
     pub session: String,
     pub host: String,

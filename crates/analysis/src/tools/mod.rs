@@ -73,7 +73,7 @@ pub static TOOLS: &[&dyn AnyTool] = &[
 ];
 
 /// A tool as listed to users.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     pub name: &'static str,
     pub title: &'static str,
@@ -86,6 +86,9 @@ pub struct ToolInfo {
 /// A tool behind the registry, its types erased.
 pub trait AnyTool: Sync {
     fn info(&self) -> ToolInfo;
+    /// The JSON Schema of the tool's `--json` answer, from its output types and their doc
+    /// comments.
+    fn output_schema(&self) -> serde_json::Value;
     /// The tool's command-line arguments added to `cmd`.
     fn args(&self, cmd: clap::Command) -> clap::Command;
     /// Runs with parameters from command-line matches of [`AnyTool::args`].
@@ -111,6 +114,14 @@ impl<T: Tool> AnyTool for Entry<T> {
             description: T::DESCRIPTION,
             reads: T::READS,
         }
+    }
+    fn output_schema(&self) -> serde_json::Value {
+        // As serialized: fields skipped when empty are optional.
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator()
+            .into_root_schema_for::<T::Output>();
+        serde_json::to_value(schema).unwrap_or_default()
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <T::Params as clap::Args>::augment_args(cmd)
@@ -146,7 +157,7 @@ impl<T: Tool> AnyTool for Entry<T> {
 
 /// One parameter of a tool: its command-line flag and its query-string key (`/api/tool/NAME`,
 /// `Run.tool` in Python).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Parameter {
     pub flag: String,
     pub key: String,

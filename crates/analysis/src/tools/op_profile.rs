@@ -30,7 +30,7 @@ use crate::base::peaks::PeakParams;
 use crate::base::peaks::{PeakSpec, UserPeaks};
 use crate::base::tool::{Tool, ToolError};
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct NodeMetrics {
     pub time_ps: i64,
     pub self_time_ps: i64,
@@ -56,7 +56,7 @@ pub struct NodeMetrics {
 }
 
 /// A node of an op-profile tree. Leaves point at [`HostOpProfile::ops`] by index.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Node {
     pub name: String,
     /// `root`, `program`, `category`, `provenance`, `idle` or `op`.
@@ -69,7 +69,7 @@ pub struct Node {
 }
 
 /// The op profile of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostOpProfile {
     pub host: String,
     pub error: Option<String>,
@@ -93,7 +93,7 @@ pub struct HostOpProfile {
 }
 
 /// The op profile of every selected host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpProfileReport {
     pub tool: &'static str,
     pub hosts: Vec<HostOpProfile>,
@@ -104,7 +104,7 @@ pub struct OpProfileReport {
 }
 
 /// The op profile's categories and ops across the hosts of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpProfileAcrossHosts {
     pub categories: crate::base::hosts::across::OpsAcrossHosts,
     pub ops: crate::base::hosts::across::OpsAcrossHosts,

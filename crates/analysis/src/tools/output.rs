@@ -83,7 +83,7 @@ impl Bounds {
 
 /// The arrays at one place of an answer that its bounds cut (`path`: a JSON pointer with `*` for
 /// any index).
-#[derive(Serialize, Debug, PartialEq, Eq)]
+#[derive(Serialize, Debug, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Cut {
     pub path: String,
     /// Arrays cut there.

@@ -14,7 +14,7 @@ use crate::base::steps::step_db::{Category, StepRow, Summary, CATEGORIES};
 pub const TOP_OPS: usize = 10;
 
 /// Step time over a set of steps.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepFigures {
     pub count: usize,
     pub mean_ps: i64,
@@ -27,7 +27,7 @@ pub struct StepFigures {
 }
 
 /// Steps and their figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepTable {
     #[serde(flatten)]
     pub figures: StepFigures,
@@ -73,7 +73,7 @@ impl StepTable {
 /// A host's step figures without its rows: the run-level copy of the first host's table (the
 /// rows are in that host's entry, `hosts[i].steps.rows`; a run of many steps would otherwise
 /// print them twice).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunSteps {
     #[serde(flatten)]
     pub figures: StepFigures,
@@ -81,7 +81,7 @@ pub struct RunSteps {
     pub host_index: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Placement {
     /// Framework/host op occurrences on the host and ops on the device.
     pub host_ops: u64,
@@ -93,13 +93,13 @@ pub struct Placement {
     pub explanation: &'static str,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Recommendation {
     pub text: String,
     pub evidence: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostOverview {
     pub host: String,
     pub error: Option<String>,
@@ -135,7 +135,7 @@ pub struct HostOverview {
 }
 
 /// What the PyTorch TensorBoard plugin's overview shows beyond the step table.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TorchOverview {
     /// How the steps are formed.
     pub step_definition: &'static str,
@@ -148,7 +148,8 @@ pub struct TorchOverview {
     pub comm_overlap: Vec<crate::base::pytorch::torch_steps::CommOverlap>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The overview of every host: steps and their breakdown, device, top ops, advice.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Overview {
     pub run: String,
     pub host_count: usize,

@@ -21,7 +21,7 @@ const MIB: f64 = (1u64 << 20) as f64;
 
 /// One row of a module's buffers: a buffer, a group of same-size buffers of one name stem, or
 /// the buffers under the size threshold.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct BufferRow {
     /// The defining instruction (`fusion.3{1}` for a tuple element), `stem.* (N occurrences of
     /// size S MiB)` for a group, or `Others (< T MiB)`.
@@ -32,7 +32,7 @@ pub struct BufferRow {
 }
 
 /// One module.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleRow {
     /// As XProf names programs: `jit_f(12190760917235803885)`.
     pub module_name: String,
@@ -45,7 +45,7 @@ pub struct ModuleRow {
 }
 
 /// A host's modules.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PeakAllocations {
     /// Modules with a buffer assignment.
     pub total_modules: usize,

@@ -28,7 +28,7 @@ pub struct OperatorParams {
 }
 
 /// One host's operators.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Operators {
     pub group_by: &'static str,
     pub operators: Vec<OperatorRow>,
@@ -132,7 +132,7 @@ pub struct KernelParams {
 }
 
 /// One host's kernels.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Kernels {
     pub group_by: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,7 +246,7 @@ impl Tool for PytorchKernels {
 
 /// One step of one rank as the plugin's distributed view splits it (ps): computation not
 /// overlapped by communication, their overlap, communication not overlapped, and the rest.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepSplit {
     pub step: String,
     pub computation_ps: i64,
@@ -256,7 +256,7 @@ pub struct StepSplit {
 }
 
 /// One collective op name of one rank.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CommOpRow {
     pub name: String,
     pub calls: u64,
@@ -273,7 +273,7 @@ pub struct CommOpRow {
 }
 
 /// One rank of a job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RankView {
     pub host: String,
     pub rank: Option<i64>,
@@ -284,7 +284,7 @@ pub struct RankView {
 }
 
 /// The ranks of one job: the hosts whose `distributedInfo` says the same backend and world size.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Job {
     pub backend: Option<String>,
     pub world_size: Option<i64>,
@@ -293,7 +293,7 @@ pub struct Job {
 }
 
 /// The plugin's distributed view of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Distributed {
     pub jobs: Vec<Job>,
     pub notes: Vec<String>,

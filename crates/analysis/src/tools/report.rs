@@ -28,7 +28,9 @@ fn report_steps(a: &Analysis) -> Steps {
 /// How many ops the report lists (the op tools list them all).
 pub const TOP_OPS: usize = 20;
 
-#[derive(Debug, Clone, Serialize)]
+/// What each session and host file holds: device, span, events per plane and line, steps,
+/// top ops by self time and recorded errors.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// Sessions that are one capture written by several hosts (overlapping wall-clock windows,
     /// no host in two), and how they were matched; absent when there are none.
@@ -43,7 +45,7 @@ pub struct Report {
     pub sessions: Vec<SessionReport>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SessionReport {
     pub name: String,
     pub dir: String,
@@ -54,20 +56,20 @@ pub struct SessionReport {
     pub run_advice: Option<crate::base::advice::RunAdvice>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LineSummary {
     pub name: String,
     pub events: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlaneSummary {
     pub name: String,
     pub events: usize,
     pub lines: Vec<LineSummary>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostReport {
     pub host: String,
     pub file: String,

@@ -19,7 +19,7 @@ use crate::base::steps::step_ops::{program_id, StepBins, StepTotals};
 use crate::base::tool::{Tool, ToolError};
 
 /// One point of the plot (and one record of the table).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RooflinePoint {
     /// `Total` or the step number.
     pub step: String,
@@ -57,7 +57,7 @@ pub struct RooflinePoint {
 }
 
 /// The roofline of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostRoofline {
     pub host: String,
     pub error: Option<String>,
@@ -79,7 +79,8 @@ pub struct HostRoofline {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Each op's operational intensity against its FLOP rate and the device's roofs, per host.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RooflineReport {
     pub tool: &'static str,
     pub hosts: Vec<HostRoofline>,

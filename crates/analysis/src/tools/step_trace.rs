@@ -46,7 +46,7 @@ fn group(model: StepModel, id: &str) -> usize {
 }
 
 /// One step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepInfo {
     /// The step's number (XProf's step group id).
     pub step_num: i64,
@@ -74,7 +74,7 @@ pub struct StepInfo {
 }
 
 /// Averages over the steps.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub total_steps: usize,
     pub step_time_ms_average: f64,
@@ -97,7 +97,7 @@ pub struct Summary {
 }
 
 /// A host's step trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepTrace {
     /// `xprof` (XProf's step grouping and table) or `pytorch` (the plugin's steps).
     pub step_model: StepModel,

@@ -13,7 +13,7 @@ use crate::base::pytorch::hta::{total, union, KernelType};
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One rank's breakdown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TemporalBreakdown {
     pub rank: i64,
     pub idle_time_ps: i64,

@@ -32,6 +32,15 @@ pub struct TraceViewerParams {
 /// One window of the timeline, names written inline.
 pub struct TraceWindow(pub Viewport);
 
+impl schemars::JsonSchema for TraceWindow {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TraceWindow".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Window::<'static>::json_schema(g)
+    }
+}
+
 /// The window as `Viewport::to_json(true)` writes it (keys in name order, names inline), written
 /// straight from the viewport instead of through a JSON value tree.
 impl Serialize for TraceWindow {
@@ -106,7 +115,9 @@ impl Serialize for TraceWindow {
 }
 
 // The viewport's parts with their fields in name order (as a JSON value tree would write them).
-#[derive(Serialize)]
+/// One window of the timeline: events at least about a pixel wide, narrower runs merged into
+/// counted boxes, counters, and names written inline.
+#[derive(Serialize, schemars::JsonSchema)]
 struct Window<'a> {
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     clocks: &'a [crate::base::hosts::align::HostClock],
@@ -124,7 +135,7 @@ struct Window<'a> {
     width_px: u32,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Counter<'a> {
     group: &'a str,
     id: u32,
@@ -136,7 +147,7 @@ struct Counter<'a> {
     values: &'a [f64],
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Event<'a> {
     depth: u16,
     dur_ps: i64,
@@ -146,7 +157,7 @@ struct Event<'a> {
     track: u32,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Boxed<'a> {
     count: u64,
     covered_ps: i64,
@@ -158,7 +169,7 @@ struct Boxed<'a> {
     track: u32,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Track<'a> {
     depths: u16,
     events: u64,

@@ -13,6 +13,7 @@ mod memory_profile;
 mod memory_viewer;
 mod op_profile_agreement;
 mod op_shares;
+mod output_schemas;
 mod overview_agreement;
 mod pytorch;
 mod pytorch_memory;

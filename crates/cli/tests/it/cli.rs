@@ -454,6 +454,37 @@ fn tools_json_describes_each_tools_parameters() {
             "help": ops["parameters"][0]["help"], "takes_value": true,
             "values": ["name", "name-and-shape"], "default": "name"})
     );
+    // Each answer's JSON Schema, its fields described (crates/analysis/tests/it/output_schemas.rs
+    // checks every answer against it).
+    for t in tools {
+        let out = &t["output"];
+        assert_eq!(
+            out["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{}",
+            t["name"]
+        );
+        assert!(out["description"].is_string(), "{}", t["name"]);
+    }
+    let kpi = tools.iter().find(|t| t["name"] == "kpi").unwrap();
+    let props = kpi["output"]["properties"].as_object().unwrap();
+    assert!(
+        props["step_time_ms"]["description"].is_string(),
+        "{props:?}"
+    );
+    // One tool by name; an unknown name is a JSON error that lists the tools.
+    let (code, out, _) = xlens(&["tools", "kpi", "--json"]);
+    assert_eq!(code, 0);
+    let one: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(one.as_array().map(Vec::len), Some(1));
+    assert_eq!(one[0]["output"], kpi["output"]);
+    let (code, _, err) = xlens(&["tools", "nope", "--json"]);
+    assert_eq!(code, 1);
+    let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(e["error"]["kind"], "unknown_tool");
+    assert!(e["error"]["valid"]
+        .as_array()
+        .unwrap()
+        .contains(&json_str("kpi")));
 }
 
 #[test]

@@ -57,7 +57,7 @@ pub use agreement::{
 };
 
 /// The cost of one instruction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Cost {
     /// Floating-point (and integer) operations, transcendentals excluded.
     pub flops: i64,

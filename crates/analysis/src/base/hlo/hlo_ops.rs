@@ -25,7 +25,7 @@ use crate::base::ops::op_metrics::{OpMetric, OpMetricsDb};
 use crate::base::peaks::PeakSpec;
 
 /// Where an op's FLOPs and bytes came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CostSource {
     /// XLA's own figures, carried by the profile.
@@ -37,7 +37,7 @@ pub enum CostSource {
 }
 
 /// One instruction of a fusion body.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FusedChild {
     pub name: String,
     pub opcode: String,
@@ -52,7 +52,7 @@ pub struct FusedChild {
 }
 
 /// One HLO op (aggregated over its occurrences on all devices of a host).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpRow {
     pub program_id: Option<u64>,
     /// The program (HLO module) as XProf names it: `jit_f(123)`; `main` when unknown.

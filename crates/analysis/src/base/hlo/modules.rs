@@ -751,7 +751,7 @@ pub fn subshape<'a>(shape: &'a ShapeProto, shape_index: &[i64]) -> Option<&'a Sh
 }
 
 /// Where an instruction came from in the user's program.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SourceLocation {
     pub file: String,
     pub line: i32,

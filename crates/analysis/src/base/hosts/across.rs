@@ -19,7 +19,7 @@ pub struct HostSteps<'a> {
     pub rows: &'a [StepRow],
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostStepStats {
     pub host: String,
     pub steps: usize,
@@ -52,6 +52,15 @@ impl Cell {
     }
 }
 
+impl schemars::JsonSchema for Cell {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Cell".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Option<i64>>::json_schema(g)
+    }
+}
+
 impl Serialize for Cell {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.get() {
@@ -61,7 +70,7 @@ impl Serialize for Cell {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CategoryMatrix {
     pub id: &'static str,
     pub label: &'static str,
@@ -73,7 +82,7 @@ pub struct CategoryMatrix {
     pub median_ps: Vec<Option<i64>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Straggler {
     pub host: String,
     /// The steps where it straggles, by name.
@@ -92,7 +101,7 @@ pub struct Straggler {
     pub evidence: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AllHosts {
     /// Hosts with steps (what every figure here covers).
     pub hosts: Vec<String>,
@@ -482,7 +491,7 @@ mod tests {
 }
 
 /// One op over the hosts of a run: how many hosts ran it and its time on each, summarised.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpAcrossHosts {
     pub program: String,
     pub name: String,
@@ -498,7 +507,7 @@ pub struct OpAcrossHosts {
 }
 
 /// Every op of a run's hosts, by total over the hosts (largest first).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpsAcrossHosts {
     /// Hosts covered (with ops).
     pub hosts: usize,

@@ -20,7 +20,7 @@ use crate::base::steps::step_db::StepRow;
 use xlens_model::Profile;
 
 /// How one host was placed on the run's common axis.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct HostClock {
     // Fields in name order, as the trace viewer's JSON writes keys.
     /// `step ends`, `collective ends` or `step and collective ends` (aligned on those),

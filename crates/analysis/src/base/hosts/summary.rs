@@ -28,7 +28,7 @@ pub const SUMMARY_VERSION: u32 = 4;
 pub const MEMORY_SPACE: i64 = 0;
 
 /// One HLO op of one host, as [`crate::base::hlo::hlo_ops`] measures it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct OpSummary {
     /// Texts shared with the other ops (and hosts) that have them ([`SharedText`]).
     pub program: Arc<str>,
@@ -69,7 +69,7 @@ pub fn heap_bytes_of_all(summaries: &[HostSummary]) -> usize {
 }
 
 /// One HLO module's heap peak in [`MEMORY_SPACE`] (the memory viewer's figures).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ModuleSummary {
     pub module: String,
     pub program_id: Option<u64>,
@@ -80,7 +80,7 @@ pub struct ModuleSummary {
 }
 
 /// What the all-hosts views need from one host file.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct HostSummary {
     pub session: String,
     pub host: String,
@@ -290,7 +290,7 @@ impl HostSummary {
 }
 
 /// A host file of the run that could not be read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UnreadHost {
     pub session: String,
     pub host: String,
@@ -299,7 +299,7 @@ pub struct UnreadHost {
 }
 
 /// One kind of device and how many hosts have it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DeviceCount {
     pub kind: String,
     pub model: String,
@@ -308,7 +308,7 @@ pub struct DeviceCount {
 }
 
 /// The hosts of a run compared from their summaries: every figure says how many hosts it covers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostsReport {
     pub sessions: Vec<String>,
     /// How several sessions were matched into this run ([`group_sessions`]); empty for one.
@@ -484,7 +484,7 @@ pub fn hosts_report(summaries: &[HostSummary]) -> HostsReport {
 }
 
 /// Sessions that are one run: written by different hosts for the same capture window.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct SessionGroup {
     pub sessions: Vec<String>,
     /// How they were matched (empty for a session on its own).

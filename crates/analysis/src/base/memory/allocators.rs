@@ -40,7 +40,7 @@ pub const MAX_ACTIVE_ROWS: usize = 500;
 
 /// Memory statistics of one op name on one device (the TensorBoard plugin's table; PyTorch
 /// traces, [`crate::base::pytorch::torch_memory`]).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct OpMemory {
     pub device: String,
     pub name: String,
@@ -57,7 +57,7 @@ pub struct OpMemory {
 }
 
 /// The allocators of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryProfile {
     /// Allocators, in name order (XProf's `memoryIds`).
     pub allocators: Vec<AllocatorProfile>,
@@ -76,7 +76,7 @@ pub struct MemoryProfile {
 }
 
 /// Allocator state right after one event.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
 pub struct AllocatorState {
     /// `bytes_allocated`.
     pub heap_allocated_bytes: i64,
@@ -98,7 +98,7 @@ impl AllocatorState {
 }
 
 /// One point of the drawn timeline.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Sample {
     pub time_ps: i64,
     pub allocation: bool,
@@ -109,7 +109,7 @@ pub struct Sample {
 }
 
 /// One (de)allocation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Activity {
     pub requested_bytes: i64,
     pub allocation_bytes: i64,
@@ -122,7 +122,7 @@ pub struct Activity {
 }
 
 /// An allocation live at the peak (identical ones merged).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LiveAllocation {
     #[serde(flatten)]
     pub activity: Activity,
@@ -134,7 +134,7 @@ pub struct LiveAllocation {
 }
 
 /// The peak of one allocator.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Peak {
     /// Heap plus reserved at the peak.
     pub bytes_in_use: i64,
@@ -149,7 +149,7 @@ pub struct Peak {
 }
 
 /// One allocator's timeline.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AllocatorProfile {
     pub name: String,
     pub allocations: usize,

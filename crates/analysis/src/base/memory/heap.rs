@@ -54,7 +54,7 @@ pub const SMALL_BUFFER_BYTES: i64 = 16 * 1024;
 pub const MAX_SERIES_POINTS: usize = 4096;
 
 /// Peak memory against device capacity ([`crate::base::memory::headroom`] computes it).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Headroom {
     pub peak_bytes: i64,
     /// Where the peak comes from, e.g. `memory viewer: module jit_f(…)`.
@@ -71,7 +71,7 @@ pub struct Headroom {
 }
 
 /// The memory viewer of one host: every module with its peak, and the selected module in detail.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryViewer {
     /// XLA memory space (color) analysed: 0 is device memory (HBM), 1 is often on-chip (VMEM).
     pub memory_space: i64,
@@ -89,7 +89,7 @@ pub struct MemoryViewer {
 }
 
 /// One module in the list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleSummary {
     /// The producer's program name, e.g. `jit_f(12190760917235803885)`; select modules by it.
     pub name: String,
@@ -105,7 +105,7 @@ pub struct ModuleSummary {
 }
 
 /// Which heap simulator trace was replayed and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TraceInfo {
     /// Index in `BufferAssignmentProto.heap_simulator_traces`.
     pub index: usize,
@@ -120,7 +120,7 @@ pub struct TraceInfo {
 }
 
 /// Sums over the buffer allocations of the memory space (XProf's header figures).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct AllocationTotals {
     /// Every allocation but the thread-local ones.
     pub total_allocation_bytes: i64,
@@ -137,7 +137,7 @@ pub struct AllocationTotals {
 }
 
 /// A logical buffer live at the peak.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PeakBuffer {
     pub logical_buffer_id: i64,
     pub size_bytes: i64,
@@ -165,7 +165,7 @@ pub struct PeakBuffer {
 }
 
 /// Buffers below [`SMALL_BUFFER_BYTES`] live at the peak, grouped.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SmallBuffers {
     pub threshold_bytes: i64,
     pub count: usize,
@@ -173,7 +173,7 @@ pub struct SmallBuffers {
 }
 
 /// One point of the heap series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SeriesPoint {
     /// Number of trace events applied (0 = before the first).
     pub index: usize,
@@ -185,7 +185,7 @@ pub struct SeriesPoint {
 }
 
 /// One module in detail.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleMemory {
     pub name: String,
     pub module_name: String,
@@ -226,7 +226,7 @@ pub struct ModuleMemory {
 }
 
 /// A scoped (per-instruction scratch) allocation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ScopedAllocation {
     pub bytes: i64,
     pub instruction: String,

@@ -6,7 +6,7 @@ use xlens_model::{Line, Plane, Profile, StrId};
 use crate::base::device::{device_planes, DeviceKind};
 
 /// Where the ops of a profile were taken from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OpSource {
     /// TPU or GPU `XLA Ops` lines.
@@ -31,7 +31,7 @@ impl OpSource {
 }
 
 /// Aggregated time of one op.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpTime {
     pub name: String,
     /// The producer's long name when it differs (e.g. the full HLO expression on TPU).
@@ -44,7 +44,7 @@ pub struct OpTime {
 }
 
 /// One framework op (host or device side).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FrameworkOp {
     /// `Host` or `Device`.
     pub host_or_device: &'static str,
@@ -66,7 +66,7 @@ pub struct FrameworkOp {
 }
 
 /// All ops of a host, sorted by self time (largest first), and where they came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpTimes {
     pub source: Option<OpSource>,
     pub ops: Vec<OpTime>,

@@ -29,7 +29,7 @@ mod framework;
 pub use framework::{device_framework_ops, framework_op_times, host_framework_ops};
 
 /// One op (aggregated over its occurrences on all devices of a host).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpMetric {
     pub name: String,
     /// The producer's long name when it differs (TPU: the HLO expression).
@@ -57,7 +57,7 @@ pub struct OpMetric {
 }
 
 /// Busy and idle time of one device plane (or, on CPU-only profiles, one host thread with ops).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DeviceTime {
     pub name: String,
     pub ops: u64,
@@ -69,7 +69,7 @@ pub struct DeviceTime {
 }
 
 /// All device ops of a host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpMetricsDb {
     pub source: Option<OpSource>,
     pub source_description: Option<&'static str>,

@@ -28,7 +28,7 @@ pub struct HtaEvent {
 }
 
 /// HTA's kernel types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum KernelType {
     Communication,

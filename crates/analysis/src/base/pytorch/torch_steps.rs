@@ -146,7 +146,7 @@ fn is_dataloader(name: &str) -> bool {
 }
 
 /// One GPU's figures over the steps.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct TorchGpu {
     /// The kernels' `device` arg.
     pub device: i64,
@@ -161,7 +161,7 @@ pub struct TorchGpu {
 
 /// Per step, what the plugin's distributed view shows: computation (kernels, or operators on
 /// a trace without kernels), communication, their overlap and the rest, ps.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct CommOverlap {
     pub computation_ps: i64,
     pub overlap_ps: i64,
@@ -170,7 +170,7 @@ pub struct CommOverlap {
 }
 
 /// The steps of a PyTorch trace by the plugin's rules.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TorchSteps {
     pub rows: Vec<StepRow>,
     /// Step numbers (`N` of `ProfilerStep#N`); `None` for the whole-trace step.
@@ -185,7 +185,7 @@ pub struct TorchSteps {
 }
 
 /// One collective op and the time ranges it took: its own slice and its kernels'.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CommOp {
     pub name: String,
     pub start: i64,

@@ -6,7 +6,7 @@ use xlens_model::Profile;
 use crate::base::device::{device_planes, DeviceKind};
 
 /// Where the steps came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepSource {
     /// Host events carrying a `step_num` stat (JAX `StepTraceAnnotation`, TF `Trace(step_num=)`).
@@ -21,7 +21,7 @@ pub enum StepSource {
 }
 
 /// One step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Step {
     /// The step number the program gave, when it gave one.
     pub step_num: Option<i64>,
@@ -30,7 +30,7 @@ pub struct Step {
 }
 
 /// Steps found in a host's profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Steps {
     pub source: Option<StepSource>,
     /// Name of the annotation or line the steps came from.

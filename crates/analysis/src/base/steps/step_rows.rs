@@ -31,7 +31,7 @@ pub enum EventType {
 pub(crate) const N_TYPES: usize = 18;
 
 /// One column of the step-time breakdown.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Category {
     /// Stable id (also the JSON key of the per-step value).
     pub id: &'static str,
@@ -138,6 +138,29 @@ impl Serialize for StepRow {
     }
 }
 
+/// The shape [`StepRow`] serializes to.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct StepRowJson {
+    /// XProf's group id (the step's order among the roots).
+    group_id: i64,
+    /// The step name XProf shows (`train 3`).
+    name: String,
+    begin_ps: i64,
+    duration_ps: i64,
+    /// Picoseconds per category of the host's step model, in its order.
+    breakdown_ps: Vec<i64>,
+}
+
+impl schemars::JsonSchema for StepRow {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StepRow".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        StepRowJson::json_schema(g)
+    }
+}
+
 impl StepRow {
     /// The breakdown's entries for the model's categories.
     pub fn breakdown(&self) -> &[i64] {
@@ -181,7 +204,7 @@ pub(crate) fn breakdown_of(type_ps: &[i64; N_TYPES]) -> [i64; N_CATEGORIES] {
 }
 
 /// Mean, sample standard deviation, min and max (XProf's `Stat<double>`), in ps.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub count: usize,
     pub mean_ps: i64,

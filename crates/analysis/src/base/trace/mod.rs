@@ -184,7 +184,7 @@ struct FlowIndex {
 }
 
 /// One end of a flow arrow attached to the selected event.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FlowLink {
     /// `out`: the selected event produces (launches) the other; `in`: it consumes it.
     pub direction: &'static str,
@@ -459,7 +459,7 @@ impl TraceIndex {
 }
 
 /// A drawable event (at least about one pixel wide).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventOut {
     pub track: u32,
     /// Index of the event in its line (for details).
@@ -472,7 +472,7 @@ pub struct EventOut {
 }
 
 /// A run of events narrower than a pixel, merged.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub track: u32,
     pub depth: u16,
@@ -486,7 +486,7 @@ pub struct Summary {
     pub name: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TrackInfo {
     pub id: u32,
     pub host: String,
@@ -502,7 +502,7 @@ pub struct TrackInfo {
 pub const MAX_WIDTH_PX: u32 = 20_000;
 
 /// What to draw for one window.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Viewport {
     pub start_ps: i64,
     pub end_ps: i64,
@@ -528,7 +528,7 @@ pub struct Viewport {
 }
 
 /// A counter's points in one window.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CounterOut {
     pub id: u32,
     pub group: String,
@@ -562,7 +562,7 @@ impl Viewport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventDetails {
     pub track: u32,
     pub index: u32,
@@ -587,7 +587,7 @@ pub struct EventDetails {
     pub flows: Vec<FlowLink>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchHit {
     pub track: u32,
     pub index: u32,
@@ -596,7 +596,7 @@ pub struct SearchHit {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchResult {
     pub query: String,
     /// All matches in the trace.
@@ -606,14 +606,14 @@ pub struct SearchResult {
     pub hits: Vec<SearchHit>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RangeRow {
     pub name: String,
     pub occurrences: u64,
     pub time_ps: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RangeStats {
     pub start_ps: i64,
     pub end_ps: i64,

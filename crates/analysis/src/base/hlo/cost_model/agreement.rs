@@ -5,7 +5,7 @@ use super::*;
 
 /// XLA's own cost figures for one instruction, as the profile carries them (TPU `XLA Ops`
 /// event metadata stats).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct XlaCost {
     pub program_id: Option<u64>,
     /// HLO instruction name (`fusion.3`).
@@ -79,7 +79,7 @@ pub fn xla_costs(p: &Profile) -> Vec<XlaCost> {
 }
 
 /// One instruction compared with XLA.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AgreementRow {
     pub module: String,
     pub instruction: String,
@@ -104,7 +104,7 @@ impl AgreementRow {
 }
 
 /// Our cost model against XLA's figures, on every instruction that has both.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Agreement {
     pub rows: Vec<AgreementRow>,
     /// XLA figures whose program or instruction is not in the profile's HLO modules.

@@ -109,7 +109,7 @@ pub(super) fn tc_op(name: &str) -> bool {
 }
 
 /// One row of the operator view: operators of one name (and input shape).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct OperatorRow {
     pub name: String,
     /// The `Input Dims` as the plugin writes them (`[[32, 3, 224, 224], []]`); `None` in the
@@ -131,7 +131,7 @@ pub struct OperatorRow {
 }
 
 /// An operator row's figures for the calls from one call stack.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CallStackRow {
     pub call_stack: String,
     pub calls: u64,
@@ -145,7 +145,7 @@ pub struct CallStackRow {
 }
 
 /// One row of the kernel view by name.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct KernelRow {
     pub name: String,
     pub tc_used: bool,
@@ -161,7 +161,7 @@ pub struct KernelRow {
 }
 
 /// One row of the kernel view by kernel and operator.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct KernelOpRow {
     pub name: String,
     /// The operator that launched it (`CallTreeRoot`: none).
@@ -182,7 +182,7 @@ pub struct KernelOpRow {
 }
 
 /// The operator and kernel views of one PyTorch trace.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, schemars::JsonSchema)]
 pub struct TorchViews {
     pub operators_by_name: Vec<OperatorRow>,
     pub operators_by_name_and_shape: Vec<OperatorRow>,

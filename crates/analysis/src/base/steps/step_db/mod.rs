@@ -41,7 +41,7 @@ use group::*;
 use keys::*;
 
 /// The hardware path XProf takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Hardware {
     #[serde(rename = "CPU_ONLY")]
     CpuOnly,
@@ -52,7 +52,7 @@ pub enum Hardware {
 }
 
 /// Steps of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepDb {
     pub hardware: Hardware,
     /// Whether the file already carried group ids (grouping then comes from the file).
@@ -80,7 +80,7 @@ pub struct StepDb {
 }
 
 /// How a host's steps are formed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepModel {
     /// XProf's step grouping and breakdown ([`CATEGORIES`]).
@@ -108,7 +108,7 @@ impl StepModel {
 }
 
 /// What a PyTorch trace's steps carry beyond the rows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TorchFigures {
     pub gpus: Vec<crate::base::pytorch::torch_steps::TorchGpu>,
     pub comm_overlap: Vec<crate::base::pytorch::torch_steps::CommOverlap>,
