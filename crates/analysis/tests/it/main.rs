@@ -7,6 +7,7 @@ mod cost_model;
 mod diff;
 mod graph_viewer;
 mod hta;
+mod ids_across_tools;
 mod input_annotations;
 mod layers;
 mod memory_profile;
