@@ -40,7 +40,7 @@ fi
 # largest host file plus what the summaries hold, as `xlens hosts` states them on stderr.
 open_once() {
   local dir=$1 json=$2
-  /usr/bin/time -f "%e %M" -o "$OUT/time" "$X" hosts "$dir" "${jobs_arg[@]}" --json >"$json" 2>"$OUT/log" || {
+  /usr/bin/time -f "%e %M" -o "$OUT/time" "$X" hosts "$dir" "${jobs_arg[@]}" --json --verbose >"$json" 2>"$OUT/log" || {
     cat "$OUT/log" >&2
     exit 1
   }

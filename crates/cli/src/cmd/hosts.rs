@@ -38,10 +38,16 @@ pub struct Args {
     /// Print each host's time (decoded or cached) to stderr.
     #[arg(long)]
     timings: bool,
+    /// Say on stderr how the hosts were read (decoded or cached, how many at once, the memory
+    /// bound's figures), also with --json (without --json it is said anyway).
+    #[arg(long)]
+    verbose: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
     let path = &a.path;
+    // With --json stderr carries errors and what was left out only, unless --verbose.
+    let say = !a.json || a.verbose;
     let all = discover(path)?;
     // The run: the named session (default: the newest) and the sessions written within
     // [`summaries::SAME_CAPTURE_S`] of it, which may be other hosts' sessions of the same
@@ -80,7 +86,7 @@ pub fn run(a: Args) -> Result<()> {
         found.retain(|_| *k.next().unwrap_or(&false));
         let mut k = keep.iter();
         times.retain(|_| *k.next().unwrap_or(&false));
-        if !g.matched.is_empty() {
+        if say && !g.matched.is_empty() {
             eprintln!("xlens: {}", g.matched);
         }
     }
@@ -111,24 +117,28 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         String::new()
     };
-    eprintln!(
-        "xlens: {files} host file(s) summarised in {:.2} s: {decoded} decoded, {} from the cache{left_out}",
-        t.elapsed().as_secs_f64(),
-        files - decoded
-    );
-    if decoded > 0 {
+    if say {
+        eprintln!(
+            "xlens: {files} host file(s) summarised in {:.2} s: {decoded} decoded, {} from the cache{left_out}",
+            t.elapsed().as_secs_f64(),
+            files - decoded
+        );
+    }
+    if say && decoded > 0 {
         eprintln!("xlens: {}", plan.why);
     }
     // The figures the memory bound is stated in (peak RSS under twice the largest host file
     // plus the summaries, with one host decoded at a time).
     let largest = found.iter().map(|s| s.file_bytes).max().unwrap_or(0);
     let held = summary::heap_bytes_of_all(&found);
-    eprintln!(
-        "xlens: largest host file {:.1} MB; the summaries hold {:.1} MB",
-        largest as f64 / 1e6,
-        held as f64 / 1e6
-    );
-    if plan.largest_read > plan.largest_read_stored {
+    if say {
+        eprintln!(
+            "xlens: largest host file {:.1} MB; the summaries hold {:.1} MB",
+            largest as f64 / 1e6,
+            held as f64 / 1e6
+        );
+    }
+    if say && plan.largest_read > plan.largest_read_stored {
         // A gzip file: its decoder reads (and the bound is about) the inflated text.
         eprintln!(
             "xlens: inflated, the largest host file ({:.1} MB gzip) is {:.1} MB",
@@ -148,7 +158,9 @@ pub fn run(a: Args) -> Result<()> {
                 .collect();
             let out = summaries::beside(s);
             let n = summaries::write_summaries(&mine, &out)?;
-            eprintln!("xlens: wrote {n} Parquet file(s) under {out}");
+            if say {
+                eprintln!("xlens: wrote {n} Parquet file(s) under {out}");
+            }
         }
     }
     let report = summary::hosts_report(&found);

@@ -40,7 +40,7 @@ fn shifted_clocks_are_aligned_on_step_ends() {
     }
     // `xlens hosts` places the hosts from their summaries alone, the same way.
     let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-        .args(["hosts", "--json", "--no-cache"])
+        .args(["hosts", "--json", "--no-cache", "--verbose"])
         .arg(&session)
         .output()
         .unwrap();

@@ -39,7 +39,7 @@ fn the_stretched_host_is_the_straggler() {
     // cache): the same answers, and the second run decodes nothing.
     let hosts_with = |jobs: &str, cache: &str, extra: &[&str]| -> (Value, String) {
         let o = Command::new(env!("CARGO_BIN_EXE_xlens"))
-            .args(["hosts", "--json", "--jobs", jobs])
+            .args(["hosts", "--json", "--verbose", "--jobs", jobs])
             .args(extra)
             .arg(&session)
             .env("XLENS_CACHE_DIR", dir.join(cache))
@@ -68,6 +68,19 @@ fn the_stretched_host_is_the_straggler() {
     let (second, log) = hosts(&[]);
     assert!(log.contains("0 decoded, 8 from the cache"), "{log}");
     assert_eq!(second, first);
+    // Without --verbose, --json keeps stderr for errors: nothing here.
+    let quiet = Command::new(env!("CARGO_BIN_EXE_xlens"))
+        .args(["hosts", "--json"])
+        .arg(&session)
+        .env("XLENS_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&quiet.stdout).unwrap(),
+        first
+    );
     // One host at a time (each host dropped and its summary cached on a second thread while the
     // next one decodes): the same answers, and every summary in its own cache.
     let (one, log) = hosts_with("1", "cache1", &[]);
