@@ -28,6 +28,9 @@ COMMANDS = [
     ("get_kpi_metrics", "kpi"),
     ("list_hlo_modules", "hlo_modules"),
     ("aggregate_xplane_events", "events"),
+    ("get_step_trace", "step_trace"),
+    ("get_peak_allocations", "peak_allocations"),
+    ("analyze_async_overlap", "async_overlap"),
 ]
 
 
@@ -43,6 +46,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--xprof", default="xprof")
     ap.add_argument("--xlens", default="target/release/xlens")
+    ap.add_argument("--only", action="append", help="only these xlens tools (repeatable)")
     a = ap.parse_args()
     src = pathlib.Path(a.session).resolve()
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,6 +58,8 @@ def main():
         size = sum(f.stat().st_size for f in copy.iterdir()) / 1e6
         print(f"{name}: {size:.0f} MB")
         for cmd, tool in COMMANDS:
+            if a.only and tool not in a.only:
+                continue
             xp = [a.xprof, cmd, f"--session_id={name}", f"--logdir={logdir}"]
             xl = [a.xlens, "tool", tool, str(copy), "--json"]
             cold_xp, cold_xl, again_xp, again_xl = [], [], [], []

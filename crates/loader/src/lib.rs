@@ -59,6 +59,9 @@ pub enum Reads {
     /// A host's summary (the analysis crate's `HostSummary`): XSpace profiles without the event
     /// stats no summary reads ([`SUMMARY_UNUSED_STATS`]); other formats are read whole.
     Summary,
+    /// XSpace profiles: the planes' names, metadata and stats without their lines (for tools
+    /// that read the HLO modules of the metadata plane alone); other formats are read whole.
+    Metadata,
 }
 
 /// Event stats that no part of a host's summary reads (steps, step breakdown, ops and their
@@ -92,10 +95,15 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// A one-shot command: the file mapped, its pages read ahead; `reads` of it decoded.
+    /// A one-shot command: the file mapped, its pages read ahead; `reads` of it decoded (a read
+    /// of the metadata alone pages in only what it reads: the lines' bytes are never touched).
     pub const fn command(reads: Reads) -> Self {
+        let paging = match reads {
+            Reads::Metadata => Paging::OnDemand,
+            _ => Paging::Ahead,
+        };
         Policy {
-            bytes: Bytes::Map(Paging::Ahead),
+            bytes: Bytes::Map(paging),
             reads,
             guard_panics: false,
         }
@@ -237,6 +245,11 @@ pub fn decode(bytes: &FileBytes, format: Format, reads: Reads) -> Result<Profile
                 Reads::Summary => xlens_xspace::LeaveOut {
                     stats: SUMMARY_UNUSED_STATS,
                     flow_stats: true,
+                    lines: false,
+                },
+                Reads::Metadata => xlens_xspace::LeaveOut {
+                    lines: true,
+                    ..Default::default()
                 },
                 Reads::Everything | Reads::GpuActivity => xlens_xspace::LeaveOut::default(),
             };

@@ -111,6 +111,10 @@ pub struct Profile {
     /// Event stats the importer was asked to leave out and did (counted in
     /// [`Profile::partial_read`] too).
     pub stats_left_out: u64,
+    /// Lines the importer was asked to pass over and did (a read of the planes' metadata
+    /// alone, for tools that read nothing else: not a partial answer, so not in
+    /// [`Profile::partial_read`]).
+    pub lines_left_out: u64,
 }
 
 impl Profile {

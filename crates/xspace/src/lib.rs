@@ -109,6 +109,10 @@ pub struct LeaveOut<'a> {
     /// keep them in the stats as usual. A flow end whose type does not fit the list (beyond 32
     /// bits) is then left out, with an import warning that counts them.
     pub flow_stats: bool,
+    /// Every line (and so every event) passed over: the planes keep their names, metadata and
+    /// stats, for a reader of those alone (the HLO modules of the metadata plane).
+    /// [`Profile::lines_left_out`] says how many.
+    pub lines: bool,
 }
 
 /// When the decoder tells its caller that bytes will not be read again.
@@ -534,6 +538,11 @@ impl Decoder<'_> {
             encode_stat(&mut plane.stats, k, v);
         }
 
+        if self.leave.lines {
+            self.prof.lines_left_out += lines.len() as u64;
+            self.prof.planes.push(plane);
+            return Ok(());
+        }
         plane.lines.reserve_exact(lines.len());
         let line_bytes: usize = lines.iter().map(|l| l.rest().len()).sum();
         let threads = self.threads.min(lines.len());

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::base::context::Run;
 use crate::base::fmt::csv_field;
+use crate::base::hlo::modules::module_heads;
 use crate::base::tool::{NoParams, PerHost, Tool, ToolError};
 
 /// One HLO module.
@@ -41,35 +42,31 @@ impl Tool for HloModulesTool {
     const DESCRIPTION: &'static str = "The HLO modules (programs) of the profile by name, as XProf's `list_hlo_modules`: module name, program id, computations and instructions; the names --module of the HLO tools takes.";
     type Params = NoParams;
     type Output = PerHost<HloModules>;
+    /// The HLO modules alone: no timeline.
+    const READS: xlens_loader::Reads = xlens_loader::Reads::Metadata;
 
     fn run(run: &Run, _: &NoParams) -> Result<Self::Output, ToolError> {
         Ok(PerHost::of(Self::NAME, run, |a| {
-            let idx = a.hlo();
-            let mut modules: Vec<ModuleRow> = idx
-                .modules
-                .iter()
+            // Names and sizes only: read from the serialized modules, none decoded.
+            let (heads, errors) = module_heads(a.profile());
+            let mut modules: Vec<ModuleRow> = heads
+                .into_iter()
                 .map(|m| ModuleRow {
-                    name: m.name.clone(),
-                    module_name: m.module_name.clone(),
+                    name: m.name.to_string(),
+                    module_name: m.module_name.to_string(),
                     program_id: m.program_id,
-                    computations: m
-                        .proto
-                        .hlo_module
-                        .as_ref()
-                        .map_or(0, |h| h.computations.len()),
-                    instructions: m.proto.hlo_module.as_ref().map_or(0, |h| {
-                        h.computations.iter().map(|c| c.instructions.len()).sum()
-                    }),
+                    computations: m.computations,
+                    instructions: m.instructions,
                 })
                 .collect();
             modules.sort_by(|a, b| a.name.cmp(&b.name));
-            let note = (modules.is_empty() && idx.errors.is_empty()).then(|| {
+            let note = (modules.is_empty() && errors.is_empty()).then(|| {
                 "This profile carries no HLO modules (a PyTorch trace, or a profile of no XLA program): the HLO tools have nothing to show.".to_string()
             });
             HloModules {
                 count: modules.len(),
                 modules,
-                errors: idx.errors.clone(),
+                errors,
                 note,
             }
         }))

@@ -80,6 +80,8 @@ impl Tool for PeakAllocationsTool {
     const DESCRIPTION: &'static str = "HLO modules by the device memory XLA allocates for them, largest first, with the buffers live at each module's heap peak, as XProf's `get_peak_allocations`.";
     type Params = PeakAllocationsParams;
     type Output = PerHost<PeakAllocations>;
+    /// The HLO modules alone: no timeline.
+    const READS: xlens_loader::Reads = xlens_loader::Reads::Metadata;
 
     fn run(run: &Run, p: &PeakAllocationsParams) -> Result<Self::Output, ToolError> {
         let min = p.min_size_mib.unwrap_or(DEFAULT_MIN_SIZE_MIB);

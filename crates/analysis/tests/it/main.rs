@@ -12,6 +12,7 @@ mod input_annotations;
 mod layers;
 mod memory_profile;
 mod memory_viewer;
+mod metadata_reads;
 mod op_profile_agreement;
 mod op_shares;
 mod output_schemas;

@@ -112,5 +112,8 @@ pub fn run(m: &clap::ArgMatches) -> Result<()> {
     answers::finish(printed.is_ok());
     printed?;
     exit_if_unread(&run);
+    // The process ends next: freeing the profile and its analyses block by block would only
+    // cost time (on the 207 MB profile's HLO modules, a tenth of `hlo_modules`).
+    std::mem::forget(run);
     Ok(())
 }

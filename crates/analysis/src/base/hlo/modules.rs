@@ -243,18 +243,43 @@ pub fn program_id_from_name(name: &str) -> Option<u64> {
 /// Decodes and indexes every HLO module of a profile. Never fails: a module that does not decode
 /// is listed in [`HloIndex::errors`].
 pub fn hlo_index(p: &Profile) -> HloIndex {
+    type Job<'a> = (usize, &'a str, Option<u64>, &'a [u8]);
+    type Done = (usize, Result<HloModule, String>);
+    let jobs: Vec<Job> = hlo_protos(p)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, program_id, bytes))| (i, name, program_id, bytes))
+        .collect();
+    let decode = |jobs: Vec<Job>| -> Vec<Done> {
+        jobs.into_iter()
+            .map(|(i, name, program_id, bytes)| {
+                let m = HloProto::decode(bytes)
+                    .map(|proto| HloModule::new(name.to_string(), program_id, proto))
+                    .map_err(|e| format!("module {name}: cannot decode its HloProto: {e}"));
+                (i, m)
+            })
+            .collect()
+    };
+    let costs: Vec<usize> = jobs.iter().map(|j| j.3.len()).collect();
+    // Many or large modules (a large profile's take tens of milliseconds): on both cores.
+    let mut done = if jobs.len() > 1 && costs.iter().sum::<usize>() >= PARALLEL_DECODE_BYTES {
+        crate::base::par::run_split(jobs, &costs, decode)
+    } else {
+        decode(jobs)
+    };
+    done.sort_unstable_by_key(|d| d.0);
     let mut out = HloIndex::default();
-    for (name, program_id, bytes) in hlo_protos(p) {
-        let name = name.to_string();
-        match HloProto::decode(bytes) {
-            Ok(proto) => out.modules.push(HloModule::new(name, program_id, proto)),
-            Err(e) => out
-                .errors
-                .push(format!("module {name}: cannot decode its HloProto: {e}")),
+    for (_, m) in done {
+        match m {
+            Ok(m) => out.modules.push(m),
+            Err(e) => out.errors.push(e),
         }
     }
     out
 }
+
+/// Serialized modules of at least this many bytes in all are decoded on two threads.
+const PARALLEL_DECODE_BYTES: usize = 1 << 20;
 
 /// The serialized HLO modules of a profile, in the order the producer wrote them: program name,
 /// program id, bytes. A program written twice (e.g. two metadata planes) is listed once, the
@@ -289,6 +314,67 @@ pub(crate) fn hlo_protos(p: &Profile) -> Vec<(&str, Option<u64>, &[u8])> {
         }
     }
     out
+}
+
+/// One HLO module's name and size, read from its serialized proto without decoding it
+/// ([`module_heads`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleHead<'p> {
+    /// The producer's name for the program (as [`HloModule::name`]).
+    pub name: &'p str,
+    /// `HloModuleProto.name`.
+    pub module_name: &'p str,
+    pub program_id: Option<u64>,
+    pub computations: usize,
+    pub instructions: usize,
+}
+
+/// Every HLO module's [`ModuleHead`], in the order [`hlo_index`] lists the modules, and one line
+/// per module whose bytes are not an `HloProto` (as [`HloIndex::errors`] words it): reading
+/// `HloProto.hlo_module` (1) -> `name` (1), `computations` (3) -> `instructions` (2) alone costs a
+/// small part of decoding every module.
+pub fn module_heads(p: &Profile) -> (Vec<ModuleHead<'_>>, Vec<String>) {
+    let mut heads = Vec::new();
+    let mut errors = Vec::new();
+    for (name, program_id, bytes) in hlo_protos(p) {
+        let mut h = ModuleHead {
+            name,
+            module_name: "",
+            program_id,
+            computations: 0,
+            instructions: 0,
+        };
+        match read_head(bytes, &mut h) {
+            Some(()) => heads.push(h),
+            None => errors.push(format!(
+                "module {name}: cannot decode its HloProto: the bytes are not protobuf"
+            )),
+        }
+    }
+    (heads, errors)
+}
+
+fn read_head<'p>(bytes: &'p [u8], h: &mut ModuleHead<'p>) -> Option<()> {
+    for f in fields(bytes) {
+        let (1, Value::Len(module)) = f.ok()? else {
+            continue;
+        };
+        for f in fields(module) {
+            match f.ok()? {
+                (1, Value::Len(b)) => h.module_name = std::str::from_utf8(b).ok()?,
+                (3, Value::Len(comp)) => {
+                    h.computations += 1;
+                    for f in fields(comp) {
+                        if let (2, Value::Len(_)) = f.ok()? {
+                            h.instructions += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(())
 }
 
 /// The framework op path (`metadata.op_name`: the JAX name-scope or TF op path) of every HLO

@@ -268,6 +268,7 @@ pub(super) fn check(input: &[u8], what: &dyn Fn() -> String) -> Option<Profile> 
         let leave = xlens_xspace::LeaveOut {
             stats: &[],
             flow_stats: true,
+            lines: false,
         };
         xlens_xspace::decode_leaving_out(input, &|_, _| {}, leave, xlens_xspace::Release::Lines)
     };

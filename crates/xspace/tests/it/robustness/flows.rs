@@ -121,6 +121,7 @@ fn flow_stats_kept_in_the_flow_lists_only_when_asked() {
     let leave = xlens_xspace::LeaveOut {
         stats: &[],
         flow_stats: true,
+        lines: false,
     };
     let part =
         xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines);

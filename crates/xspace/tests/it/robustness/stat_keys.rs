@@ -119,6 +119,7 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
     let leave = xlens_xspace::LeaveOut {
         stats: &left,
         flow_stats: false,
+        lines: false,
     };
     let part =
         xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)

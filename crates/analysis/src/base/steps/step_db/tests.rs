@@ -133,6 +133,7 @@ fn flows_listed_only(bytes: &[u8]) -> Profile {
     let leave = xlens_xspace::LeaveOut {
         stats: &[],
         flow_stats: true,
+        lines: false,
     };
     xlens_xspace::decode_leaving_out(bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)
         .expect("decodes")
