@@ -62,6 +62,9 @@ pub enum Reads {
     /// XSpace profiles: the planes' names, metadata and stats without their lines (for tools
     /// that read the HLO modules of the metadata plane alone); other formats are read whole.
     Metadata,
+    /// XSpace profiles: the lines of the device planes (`/device:*`) only, on the time axis of a
+    /// whole read (for tools of the device timeline alone); other formats are read whole.
+    DevicePlanes,
 }
 
 /// Event stats that no part of a host's summary reads (steps, step breakdown, ops and their
@@ -246,9 +249,14 @@ pub fn decode(bytes: &FileBytes, format: Format, reads: Reads) -> Result<Profile
                     stats: SUMMARY_UNUSED_STATS,
                     flow_stats: true,
                     lines: false,
+                    planes: None,
                 },
                 Reads::Metadata => xlens_xspace::LeaveOut {
                     lines: true,
+                    ..Default::default()
+                },
+                Reads::DevicePlanes => xlens_xspace::LeaveOut {
+                    planes: Some(|name| name.starts_with("/device:")),
                     ..Default::default()
                 },
                 Reads::Everything | Reads::GpuActivity => xlens_xspace::LeaveOut::default(),

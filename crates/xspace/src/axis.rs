@@ -61,6 +61,7 @@ pub(super) fn place_lines_on_one_axis(
     warn: &mut Warnings,
     threads: usize,
     parallel_min_events: usize,
+    skipped: &[(i64, i64)],
 ) {
     let origin_ns = prof
         .planes
@@ -68,6 +69,7 @@ pub(super) fn place_lines_on_one_axis(
         .flat_map(|p| p.lines.iter())
         .filter(|l| !l.events.is_empty())
         .map(|l| l.timestamp_ns)
+        .chain(skipped.iter().map(|s| s.0))
         .min()
         .unwrap_or(0);
     // Each line's offset on the common axis (`None`: too far from the others to share it; its
@@ -112,9 +114,15 @@ pub(super) fn place_lines_on_one_axis(
         .map(|(l, d)| (&mut l.events, d))
         .filter(|(ev, _)| !ev.is_empty())
         .collect();
+    // Lines passed over count as a whole read would have placed them.
+    let skipped_min = skipped.iter().map(|&(ts, first)| {
+        let d = i64::try_from((ts as i128 - origin_ns as i128) * 1000).unwrap_or(0);
+        first.saturating_add(d)
+    });
     let Some(min) = jobs
         .iter()
         .filter_map(|(ev, d)| Some(ev.starts().first()?.saturating_add(d.unwrap_or(0))))
+        .chain(skipped_min)
         .min()
     else {
         return;

@@ -113,6 +113,11 @@ pub struct LeaveOut<'a> {
     /// stats, for a reader of those alone (the HLO modules of the metadata plane).
     /// [`Profile::lines_left_out`] says how many.
     pub lines: bool,
+    /// Lines kept only on the planes whose names this accepts; the other planes' lines are
+    /// passed over (counted in [`Profile::lines_left_out`]) but for their events' earliest
+    /// start, so that the time axis, whose 0 is the profile's earliest event, is the one a
+    /// whole read gives.
+    pub planes: Option<fn(&str) -> bool>,
 }
 
 /// When the decoder tells its caller that bytes will not be read again.
@@ -225,6 +230,7 @@ fn decode_inner(
         stats_left_out: 0,
         flows_only_lines: 0,
         release,
+        skipped_starts: Vec::new(),
     };
     let mut r = Reader::new(bytes, 0, "XSpace");
     while let Some((num, wire)) = r.field()? {
@@ -267,7 +273,13 @@ fn decode_inner(
     } else {
         PARALLEL_PLACE_EVENTS
     };
-    place_lines_on_one_axis(&mut prof, &mut d.warn, d.threads, place_min);
+    place_lines_on_one_axis(
+        &mut prof,
+        &mut d.warn,
+        d.threads,
+        place_min,
+        &d.skipped_starts,
+    );
     prof.import_warnings = d.warn.into_messages();
     let mut partial = Vec::new();
     if d.stats_left_out > 0 {
@@ -293,6 +305,43 @@ fn decode_inner(
     Ok(prof)
 }
 
+/// A line's `timestamp_ns` and its events' earliest `offset_ps`, read without decoding the
+/// events; `None` for a line without events.
+fn line_earliest(mut r: Reader<'_>) -> Res<Option<(i64, i64)>> {
+    let mut ts = 0i64;
+    let mut earliest: Option<i64> = None;
+    while let Some((num, wire)) = r.field()? {
+        match (num, wire) {
+            (3, WireType::Varint) => ts = r.varint()? as i64,
+            (4, WireType::Len) => {
+                let mut e = r.message("XEvent")?;
+                let mut offset = 0i64;
+                // Producers write `metadata_id` (1) and `offset_ps` (2) first: read no further.
+                if e.peek() == Some(0x08) {
+                    e.bump();
+                    e.varint()?;
+                }
+                if e.peek() == Some(0x10) {
+                    e.bump();
+                    offset = e.varint()? as i64;
+                } else {
+                    while let Some((n, w)) = e.field()? {
+                        match (n, w) {
+                            (2, WireType::Varint) => offset = e.varint()? as i64,
+                            _ => e.skip(n, w)?,
+                        }
+                    }
+                }
+                earliest = Some(earliest.map_or(offset, |x| x.min(offset)));
+            }
+            (3, w) => r.expect(num, w, WireType::Varint)?,
+            (4, w) => r.expect(num, w, WireType::Len)?,
+            _ => r.skip(num, wire)?,
+        }
+    }
+    Ok(earliest.map(|e| (ts, e)))
+}
+
 struct Decoder<'c> {
     prof: Profile,
     warn: Warnings,
@@ -305,6 +354,9 @@ struct Decoder<'c> {
     /// Lines whose flow stats went to their flow lists only.
     flows_only_lines: u64,
     release: Release<'c>,
+    /// Lines passed over for [`LeaveOut::planes`], with events: (`timestamp_ns`, earliest
+    /// event offset in ps), for the time axis.
+    skipped_starts: Vec<(i64, i64)>,
 }
 
 /// What decoding a line may need to change outside the line: the string table, the blobs, the
@@ -542,6 +594,18 @@ impl Decoder<'_> {
             self.prof.lines_left_out += lines.len() as u64;
             self.prof.planes.push(plane);
             return Ok(());
+        }
+        if let Some(keep) = self.leave.planes {
+            if !keep(self.prof.strings.get(plane.name)) {
+                self.prof.lines_left_out += lines.len() as u64;
+                for l in lines {
+                    if let Some(start) = line_earliest(l)? {
+                        self.skipped_starts.push(start);
+                    }
+                }
+                self.prof.planes.push(plane);
+                return Ok(());
+            }
         }
         plane.lines.reserve_exact(lines.len());
         let line_bytes: usize = lines.iter().map(|l| l.rest().len()).sum();

@@ -85,7 +85,7 @@ fn one_pass_placing_equals_the_two_steps() {
         let (want, origin) = placed_by_definition(lines);
         for threads in [1, 2] {
             let mut p = profile(lines);
-            place_lines_on_one_axis(&mut p, &mut Warnings::default(), threads, 0);
+            place_lines_on_one_axis(&mut p, &mut Warnings::default(), threads, 0, &[]);
             let got: Vec<Vec<i64>> = p.planes[0]
                 .lines
                 .iter()

@@ -167,6 +167,8 @@ impl Tool for AsyncOverlapTool {
     const DESCRIPTION: &'static str = "How much of each async XLA op (collectives, async copies, send/recv) other device ops hide, by op kind and plane, the most exposed ones, and how long a TPU chip's engines run at once, as XProf's `analyze_async_overlap`.";
     type Params = AsyncOverlapParams;
     type Output = PerHost<AsyncOverlap>;
+    /// The device planes' lines alone.
+    const READS: xlens_loader::Reads = xlens_loader::Reads::DevicePlanes;
 
     fn run(run: &Run, p: &AsyncOverlapParams) -> Result<Self::Output, ToolError> {
         let t = Thresholds {

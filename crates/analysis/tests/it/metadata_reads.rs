@@ -1,5 +1,6 @@
 //! Tools that read the HLO modules alone (`READS` = `Reads::Metadata`: the planes without their
-//! lines) answer as from a whole read, on every fixture and sample session.
+//! lines) or the device planes alone (`Reads::DevicePlanes`) answer as from a whole read, on
+//! every fixture and sample session.
 
 use crate::common::{open_run, open_run_for, root, run_tool};
 use xlens_analysis::tools::{find, TOOLS};
@@ -14,6 +15,13 @@ fn a_read_without_lines_answers_as_a_whole_read() {
         .map(|i| i.name)
         .collect();
     assert_eq!(readers, ["peak_allocations", "hlo_modules"]);
+    let device_readers: Vec<&str> = TOOLS
+        .iter()
+        .map(|t| t.info())
+        .filter(|i| i.reads == Reads::DevicePlanes)
+        .map(|i| i.name)
+        .collect();
+    assert_eq!(device_readers, ["async_overlap"]);
     let mut dirs = vec![root().join("fixtures/logdir")];
     for d in ["xprof-testdata/logdir", "jax", "tf"] {
         let d = root().join("../shared/samples").join(d);
@@ -40,6 +48,19 @@ fn a_read_without_lines_answers_as_a_whole_read() {
                 assert_eq!(a, b, "{name} on {}", s.name);
                 compared += 1;
             }
+            // The device planes alone: the same answer, times on the same axis.
+            let device = open_run_for(vec![s.clone()], Reads::DevicePlanes);
+            for name in &device_readers {
+                let a = run_tool(name, &whole, &[]).json().unwrap();
+                let b = run_tool(name, &device, &[]).json().unwrap();
+                assert_eq!(a, b, "{name} on {}", s.name);
+                compared += 1;
+            }
+            let (w, d) = (
+                whole.hosts[0].analysis.as_ref().unwrap().profile(),
+                device.hosts[0].analysis.as_ref().unwrap().profile(),
+            );
+            assert_eq!(w.origin_ps, d.origin_ps, "{}", s.name);
             let lines = part.hosts[0]
                 .analysis
                 .as_ref()

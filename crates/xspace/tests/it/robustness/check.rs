@@ -269,6 +269,7 @@ pub(super) fn check(input: &[u8], what: &dyn Fn() -> String) -> Option<Profile> 
             stats: &[],
             flow_stats: true,
             lines: false,
+            planes: None,
         };
         xlens_xspace::decode_leaving_out(input, &|_, _| {}, leave, xlens_xspace::Release::Lines)
     };

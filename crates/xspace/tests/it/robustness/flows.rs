@@ -122,6 +122,7 @@ fn flow_stats_kept_in_the_flow_lists_only_when_asked() {
         stats: &[],
         flow_stats: true,
         lines: false,
+        planes: None,
     };
     let part =
         xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines);

@@ -120,6 +120,7 @@ fn stats_left_out_are_counted_and_only_they_are_missing() {
         stats: &left,
         flow_stats: false,
         lines: false,
+        planes: None,
     };
     let part =
         xlens_xspace::decode_leaving_out(&bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)

@@ -134,6 +134,7 @@ fn flows_listed_only(bytes: &[u8]) -> Profile {
         stats: &[],
         flow_stats: true,
         lines: false,
+        planes: None,
     };
     xlens_xspace::decode_leaving_out(bytes, &|_, _| {}, leave, xlens_xspace::Release::Lines)
         .expect("decodes")
