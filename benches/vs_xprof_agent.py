@@ -4,6 +4,9 @@
 command (process start included, as an agent waits for it), taking turns:
   * cold: `xprof CMD --session_id S --logdir L --bypass_cache=True` against
     `xlens tool T SESSION_DIR --json --fresh`;
+    With --first-call, each cold xprof call gets a fresh copy of the session (XProf writes
+    `*.hlo_proto.pb` files beside the profile on its first call and reads those later, even with
+    --bypass_cache=True; a first call is what an agent meets on a new profile);
   * again: `xprof CMD ...` without --bypass_cache after one call has filled its cache, against
     `xlens tool T SESSION_DIR --json` after one call has kept its answer.
 XProf writes files next to the profiles it reads, so the session is copied to a temporary log
@@ -47,6 +50,8 @@ def main():
     ap.add_argument("--xprof", default="xprof")
     ap.add_argument("--xlens", default="target/release/xlens")
     ap.add_argument("--only", action="append", help="only these xlens tools (repeatable)")
+    ap.add_argument("--first-call", action="store_true",
+                    help="each cold xprof call on a fresh copy of the session")
     a = ap.parse_args()
     src = pathlib.Path(a.session).resolve()
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,8 +68,15 @@ def main():
             xp = [a.xprof, cmd, f"--session_id={name}", f"--logdir={logdir}"]
             xl = [a.xlens, "tool", tool, str(copy), "--json"]
             cold_xp, cold_xl, again_xp, again_xl = [], [], [], []
-            for _ in range(a.reps):
-                cold_xp.append(timed(xp + ["--bypass_cache=True"], env))
+            for i in range(a.reps):
+                if a.first_call:
+                    fresh = logdir / f"first{cmd}{i}"
+                    shutil.copytree(src, fresh / "plugins/profile" / name)
+                    first = [a.xprof, cmd, f"--session_id={name}", f"--logdir={fresh}"]
+                    cold_xp.append(timed(first + ["--bypass_cache=True"], env))
+                    shutil.rmtree(fresh)
+                else:
+                    cold_xp.append(timed(xp + ["--bypass_cache=True"], env))
                 cold_xl.append(timed(xl + ["--fresh"], env))
             timed(xp, env)
             timed(xl, env)
