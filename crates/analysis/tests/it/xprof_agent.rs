@@ -604,3 +604,52 @@ fn async_overlap_is_xprofs() {
     assert!(with_ops >= 1 || std::env::var("CI").as_deref() != Ok("true"));
     eprintln!("{compared} sessions compared, {with_ops} with async ops");
 }
+
+#[test]
+fn device_peaks_are_xprofs_where_xprof_knows_them() {
+    let refs = references("get_device_information");
+    assert!(refs.len() >= 8, "{}", refs.len());
+    let mut known = 0;
+    for (tag, session, want) in refs {
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
+        let out = run_tool("roofline_model", &run, &[]).json().unwrap();
+        let used = want["capture"]["files_used"][0].as_str().unwrap();
+        let host = host_answer(&out, &serde_json::json!(used));
+        let what = format!("{tag}/{session}");
+        // XProf prints 3 decimals, and 0 where it does not know a peak (CPU profiles, a GPU's
+        // FLOP rate): xlens then derives or measures it and says how (`peaks`).
+        for (ours, theirs, source) in [
+            ("peak_flop_rate_gflops", "peak_flop_rate", "flops_source"),
+            ("peak_hbm_bw_gibps", "peak_hbm_bw_gibs", "bandwidth_source"),
+        ] {
+            let t = want[theirs].as_f64().unwrap();
+            let o = host[ours].as_f64().unwrap();
+            if t > 0.0 {
+                assert!(
+                    (o - t).abs() <= 0.0005 + 1e-9 * t,
+                    "{what} {ours}: {o} / {t}"
+                );
+                known += 1;
+            } else {
+                assert!(
+                    host["peaks"][source].is_string(),
+                    "{what}: {}",
+                    host["peaks"]
+                );
+            }
+        }
+        if want["hbm_ridge_point"].as_f64().unwrap() > 0.0 {
+            let (o, t) = (
+                host["ridge_point"].as_f64().unwrap(),
+                want["hbm_ridge_point"].as_f64().unwrap(),
+            );
+            assert!((o - t).abs() <= 0.0005, "{what}: ridge {o} / {t}");
+        }
+    }
+    assert!(
+        known >= 3 || std::env::var("CI").as_deref() != Ok("true"),
+        "{known}"
+    );
+}
