@@ -653,3 +653,81 @@ fn device_peaks_are_xprofs_where_xprof_knows_them() {
         "{known}"
     );
 }
+
+#[test]
+fn graph_viewer_neighborhood_is_xprofs() {
+    let dir = root().join("fixtures/expected/xprof/agent/get_hlo_neighborhood");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("references")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{}", files.len());
+    let mut compared = 0;
+    for f in files {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let tag = ["xprof-testdata", "jax", "tf"]
+            .into_iter()
+            .find(|t| stem.starts_with(&format!("{t}-")))
+            .unwrap();
+        let session = [
+            "tpu_inference",
+            "mlp_small",
+            "tfm_small",
+            "keras_mlp_xla_small",
+        ]
+        .into_iter()
+        .find(|s| stem[tag.len() + 1..].starts_with(&format!("{s}-")))
+        .unwrap();
+        let Some(run) = session_run(tag, session) else {
+            continue;
+        };
+        // XProf's lines: `  [dist=N] [computation] name = shape opcode(...)...`.
+        let mut theirs: Vec<(String, u64, String)> = v["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().strip_prefix("[dist=")?;
+                let (d, rest) = l.split_once("] [")?;
+                let (comp, rest) = rest.split_once("] ")?;
+                let name = rest.split(" = ").next()?;
+                let name = name.strip_prefix("ROOT ").unwrap_or(name);
+                Some((name.to_string(), d.parse().ok()?, comp.to_string()))
+            })
+            .collect();
+        let radius = v["radius"].to_string();
+        let q = [
+            ("op", v["instruction"].as_str().unwrap()),
+            ("module", v["module"].as_str().unwrap()),
+            ("radius", radius.as_str()),
+        ];
+        let out = run_tool("graph_viewer", &run, &q).json().unwrap();
+        assert_eq!(out["focus"], v["instruction"], "{stem}");
+        // The nodes of the instruction's computation (a searched fusion's body is drawn too,
+        // inside its box: XProf lists the body only with --follow_calls).
+        let mut ours: Vec<(String, u64, String)> = out["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["fusion"].is_null())
+            .map(|n| {
+                (
+                    n["name"].as_str().unwrap().to_string(),
+                    n["distance"].as_u64().unwrap(),
+                    n["computation"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        theirs.sort();
+        ours.sort();
+        assert!(!theirs.is_empty(), "{stem}: {}", v["text"]);
+        assert_eq!(ours, theirs, "{stem}");
+        compared += 1;
+    }
+    assert!(compared >= 6 || std::env::var("CI").as_deref() != Ok("true"));
+    eprintln!("{compared} neighborhoods compared");
+}
