@@ -78,6 +78,20 @@ impl<T> PerHost<T> {
         out
     }
 
+    /// Each host under a `== HOST` line: `text` of its answer, or the error that kept it from
+    /// being read.
+    pub fn each_text(&self, text: impl Fn(&T) -> String) -> String {
+        let mut out = String::new();
+        for (host, r) in &self.hosts {
+            out.push_str(&format!("== {host}\n"));
+            match r {
+                Ok(t) => out.push_str(&text(t)),
+                Err(e) => out.push_str(&format!("  error: {e}\n")),
+            }
+        }
+        out
+    }
+
     /// A line per host with its row count, then the CSV.
     pub fn text(&self, csv: fn(&T) -> String) -> String {
         let mut text = String::new();

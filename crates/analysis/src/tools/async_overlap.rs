@@ -187,16 +187,8 @@ impl Tool for AsyncOverlapTool {
         }))
     }
     fn text(r: &Self::Output) -> String {
-        let mut t = String::new();
-        for (host, o) in &r.hosts {
-            t.push_str(&format!("== {host}\n"));
-            let o = match o {
-                Ok(o) => o,
-                Err(e) => {
-                    t.push_str(&format!("  error: {e}\n"));
-                    continue;
-                }
-            };
+        r.each_text(|o| {
+            let mut t = String::new();
             if let Some(n) = &o.note {
                 t.push_str(&format!("  {n}\n"));
             }
@@ -248,8 +240,8 @@ impl Tool for AsyncOverlapTool {
                     ));
                 }
             }
-        }
-        t
+            t
+        })
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(render_csv))

@@ -124,16 +124,8 @@ impl Tool for PeakAllocationsTool {
         }))
     }
     fn text(r: &Self::Output) -> String {
-        let mut t = String::new();
-        for (host, m) in &r.hosts {
-            t.push_str(&format!("== {host}\n"));
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    t.push_str(&format!("  error: {e}\n"));
-                    continue;
-                }
-            };
+        r.each_text(|m| {
+            let mut t = String::new();
             for line in m.errors.iter().chain(&m.note) {
                 t.push_str(&format!("  {line}\n"));
             }
@@ -159,8 +151,8 @@ impl Tool for PeakAllocationsTool {
                     ));
                 }
             }
-        }
-        t
+            t
+        })
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(render_csv))

@@ -144,16 +144,8 @@ impl Tool for StepTraceTool {
         }))
     }
     fn text(r: &Self::Output) -> String {
-        let mut t = String::new();
-        for (host, s) in &r.hosts {
-            t.push_str(&format!("== {host}\n"));
-            let s = match s {
-                Ok(s) => s,
-                Err(e) => {
-                    t.push_str(&format!("  error: {e}\n"));
-                    continue;
-                }
-            };
+        r.each_text(|s| {
+            let mut t = String::new();
             for n in &s.notes {
                 t.push_str(&format!("  {n}\n"));
             }
@@ -182,8 +174,8 @@ impl Tool for StepTraceTool {
                     st.communication_percent, st.infeed_percent, st.outfeed_percent, st.idle_percent
                 ));
             }
-        }
-        t
+            t
+        })
     }
     fn csv(r: &Self::Output) -> Option<String> {
         Some(r.csv(render_csv))
