@@ -9,6 +9,7 @@
 //! Tools import only the base layer (`crate::base`), never each other or this registry.
 
 pub mod async_overlap;
+pub mod capture_check;
 pub mod comm_comp_overlap;
 pub mod events;
 pub mod framework_op_stats;
@@ -45,6 +46,7 @@ pub use output::{bound_json, Bounds, Cut, ToolOutput};
 /// Every tool xlens has, in the order users see them.
 pub static TOOLS: &[&dyn AnyTool] = &[
     &Entry::<report::ReportTool>(PhantomData),
+    &Entry::<capture_check::CaptureCheckTool>(PhantomData),
     &Entry::<trace_viewer::TraceViewer>(PhantomData),
     &Entry::<events::EventsTool>(PhantomData),
     &Entry::<async_overlap::AsyncOverlapTool>(PhantomData),

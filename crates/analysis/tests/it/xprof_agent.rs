@@ -731,3 +731,40 @@ fn graph_viewer_neighborhood_is_xprofs() {
     assert!(compared >= 6 || std::env::var("CI").as_deref() != Ok("true"));
     eprintln!("{compared} neighborhoods compared");
 }
+
+#[test]
+fn capture_check_is_xprofs() {
+    let refs = references("list_xplane_lines");
+    assert!(refs.len() >= 8, "{}", refs.len());
+    let mut compared = 0;
+    for (tag, session, want) in refs {
+        let Some(run) = session_run(&tag, &session) else {
+            continue;
+        };
+        let out = run_tool("capture_check", &run, &[]).json().unwrap();
+        let what = format!("{tag}/{session}");
+        // XProf lists the planes of every host file it read, one file after the other.
+        let mut planes = Vec::new();
+        for used in want["capture"]["files_used"].as_array().unwrap() {
+            let host = host_answer(&out, used);
+            planes.extend(host["planes"].as_array().unwrap().iter().cloned());
+            for k in [
+                "capture_valid_for_device_analysis",
+                "capture_valid_for_llo_analysis",
+                "capture_valid_for_counter_sampling",
+            ] {
+                assert_eq!(host[k], want[k], "{what} {k}");
+                // A closed gate says what to capture with.
+                let named = host["missing"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| k.ends_with(m["gate"].as_str().unwrap()));
+                assert_eq!(named, want[k] == false, "{what} {k}");
+            }
+        }
+        assert_eq!(serde_json::Value::Array(planes), want["planes"], "{what}");
+        compared += 1;
+    }
+    assert!(compared >= 8 || std::env::var("CI").as_deref() != Ok("true"));
+}

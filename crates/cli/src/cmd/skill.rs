@@ -29,6 +29,10 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../../docs/src/tools/trace_viewer.md"),
     ),
     (
+        "capture_check",
+        include_str!("../../../../docs/src/tools/capture_check.md"),
+    ),
+    (
         "events",
         include_str!("../../../../docs/src/tools/events.md"),
     ),

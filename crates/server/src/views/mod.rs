@@ -119,6 +119,7 @@ impl View for TraceView {
 /// Every tool's page.
 pub static VIEWS: &[&dyn View] = &[
     &Typed::<tools::report::ReportTool>::new(report::view),
+    &Typed::<tools::capture_check::CaptureCheckTool>::new(op_stats::capture_check_view),
     &TraceView,
     &Typed::<tools::events::EventsTool>::new(op_stats::events_view),
     &Typed::<tools::async_overlap::AsyncOverlapTool>::new(op_stats::async_overlap_view),

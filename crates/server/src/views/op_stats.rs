@@ -4,6 +4,7 @@
 use maud::{html, Markup};
 use xlens_analysis::base::tool::PerHost;
 use xlens_analysis::tools::async_overlap::{AsyncOverlap, Window};
+use xlens_analysis::tools::capture_check::{CaptureCheck, PlaneLines};
 use xlens_analysis::tools::comm_comp_overlap::CommCompOverlap;
 use xlens_analysis::tools::events::{Aggregate, Events};
 use xlens_analysis::tools::framework_op_stats::{FrameworkOpRow, FrameworkOpStats};
@@ -186,6 +187,36 @@ pub fn step_trace_view(r: &PerHost<StepTrace>, _: &Cx) -> Markup {
         .num("idle ms", |(_, s)| Cell::float(s.idle_time_ms, 4))
         .col("bottleneck", |(_, s)| Cell::text(s.bottleneck));
     per_host(r, |s| &s.step_breakdown, t)
+}
+
+/// The capture's gates (with what to capture with when closed) and its planes.
+pub fn capture_check_view(r: &PerHost<CaptureCheck>, _: &Cx) -> Markup {
+    let gates: Vec<String> = r
+        .hosts
+        .iter()
+        .filter_map(|(h, c)| {
+            let c = c.as_ref().ok()?;
+            let mut s = format!(
+                "host {h}: device trace {}, kernel (LLO) profiling {}, hardware counters {}.",
+                c.capture_valid_for_device_analysis,
+                c.capture_valid_for_llo_analysis,
+                c.capture_valid_for_counter_sampling
+            );
+            for m in &c.missing {
+                s.push_str(&format!(" No {}: capture with {}.", m.gate, m.capture_with));
+            }
+            Some(s)
+        })
+        .collect();
+    let t = Table::new("sortable")
+        .filter()
+        .col("plane", |(_, p): &(usize, &PlaneLines)| Cell::text(&p.name))
+        .num("lines", |(_, p)| Cell::int(p.lines.len()))
+        .num("events", |(_, p)| Cell::int(p.total_events));
+    html! {
+        @for line in &gates { p { (line) } }
+        (per_host(r, |c| &c.planes, t))
+    }
 }
 
 /// The most exposed async ops, with the summary above them.
