@@ -118,15 +118,19 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for PerHost<T> {
             "type": "object",
             "description": "One answer per host file.",
             "properties": {
-                "tool": {"type": "string"},
+                "tool": {"type": "string", "description": "The tool's name."},
                 "hosts": {
                     "type": "array",
+                    "description": "Each host file of the run, in order.",
                     "items": {"anyOf": [
                         {
                             "description": "The host's answer, with its name in `host`.",
                             "allOf": [answer, {
                                 "type": "object",
-                                "properties": {"host": {"type": "string"}},
+                                "properties": {"host": {
+                                    "type": "string",
+                                    "description": "The host (its file's name)."
+                                }},
                                 "required": ["host"]
                             }]
                         },
@@ -134,8 +138,11 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for PerHost<T> {
                             "description": "A host file that could not be read.",
                             "type": "object",
                             "properties": {
-                                "host": {"type": "string"},
-                                "error": {"type": "string"}
+                                "host": {"type": "string", "description": "The host."},
+                                "error": {
+                                    "type": "string",
+                                    "description": "Why its file could not be read."
+                                }
                             },
                             "required": ["host", "error"]
                         }

@@ -29,13 +29,17 @@ pub const DEFAULT_TOP: usize = 20;
 /// Counts and times of a set of async ops.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Bucket {
+    /// Async ops.
     pub count: u64,
     /// Time from start to done, summed.
     pub span_ps: i64,
     /// Time of those windows no other op covers, summed.
     pub exposed_ps: i64,
+    /// Async ops covered at least at the hidden threshold.
     pub hidden: u64,
+    /// Async ops between the thresholds.
     pub partial: u64,
+    /// Async ops covered at most at the exposed threshold.
     pub exposed: u64,
 }
 
@@ -66,6 +70,7 @@ pub struct Summary {
 /// One plane's async ops.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlaneBucket {
+    /// The device plane (`/device:TPU:0`).
     pub plane: String,
     #[serde(flatten)]
     pub bucket: Bucket,
@@ -76,6 +81,7 @@ pub struct PlaneBucket {
 /// One async op kind (`copy`, `all-gather`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OpBucket {
+    /// The op kind (`copy`, `all-gather`).
     pub op: String,
     #[serde(flatten)]
     pub bucket: Bucket,
@@ -84,23 +90,32 @@ pub struct OpBucket {
 /// One async op.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Window {
+    /// The device plane.
     pub plane: String,
     /// The start op's instruction name.
     pub name: String,
+    /// The op kind (`copy`, `all-gather`).
     pub op: String,
     /// On the session's axis, as `trace_viewer --start-ps` takes it.
     pub start_ps: i64,
+    /// From start op to done op, ps.
     pub span_ps: i64,
+    /// Time of the window no other op covers, ps.
     pub exposed_ps: i64,
+    /// The covered share of the window.
     pub overlap_ratio: f64,
+    /// `hidden`, `partial` or `exposed`.
     pub class: &'static str,
 }
 
 /// Two engines of one chip.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Pair {
+    /// One engine.
     pub a: Engine,
+    /// The other engine.
     pub b: Engine,
+    /// Time both are busy, ps.
     pub concurrent_ps: i64,
     /// The share of the less busy engine's time that the other is busy too.
     pub concurrent_ratio: f64,
@@ -108,8 +123,11 @@ pub struct Pair {
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Engine {
+    /// Its plane.
     pub plane: String,
+    /// Its op line (`XLA Ops`, `Sparse Core Ops`).
     pub line: String,
+    /// Time the line is busy, ps (in `engines` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busy_ps: Option<i64>,
 }
@@ -117,7 +135,9 @@ pub struct Engine {
 /// One TPU chip with two or more busy engines.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Chip {
+    /// The TPU chip (`/device:TPU:N`).
     pub chip: u32,
+    /// Its busy op lines.
     pub engines: Vec<Engine>,
     /// Most concurrent time first.
     pub pairs: Vec<Pair>,
@@ -126,6 +146,7 @@ pub struct Chip {
 /// A host's async overlap.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AsyncOverlap {
+    /// Every async op of the host.
     pub summary: Summary,
     /// Most exposed time first.
     pub by_op: Vec<OpBucket>,
@@ -133,7 +154,9 @@ pub struct AsyncOverlap {
     pub by_plane: Vec<PlaneBucket>,
     /// The async ops with the most exposed time, at most `top` of them.
     pub top_exposed: Vec<Window>,
+    /// Per TPU chip with two or more busy engines.
     pub concurrency: Vec<Chip>,
+    /// The thresholds the classes used.
     pub thresholds: Thresholds,
     /// Why there is nothing, when there is nothing.
     pub note: Option<String>,
@@ -141,7 +164,9 @@ pub struct AsyncOverlap {
 
 #[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Thresholds {
+    /// Covered share at or above which an op is hidden.
     pub hidden: f64,
+    /// Covered share at or below which an op is exposed.
     pub exposed: f64,
 }
 

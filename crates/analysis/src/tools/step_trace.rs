@@ -52,22 +52,34 @@ pub struct StepInfo {
     pub step_num: i64,
     /// The step's name (`train 3`), as the overview names it.
     pub step_name: String,
+    /// The step's duration, ms (4 decimals).
     pub step_time_ms: f64,
+    /// Device compute (PyTorch: kernels), ms.
     pub compute_time_ms: f64,
+    /// Compute's share of the step, % (2 decimals).
     pub compute_percent: f64,
+    /// Device-to-device copies and collectives (PyTorch: communication), ms.
     pub communication_time_ms: f64,
+    /// Communication's share of the step, %.
     pub communication_percent: f64,
+    /// Input: host waits for input, host-to-device copies, the loop's data-stage annotations
+    /// (PyTorch: DataLoader), ms.
     pub infeed_time_ms: f64,
+    /// Input's share of the step, %.
     pub infeed_percent: f64,
+    /// Output: device-to-host copies, ms.
     pub outfeed_time_ms: f64,
+    /// Output's share of the step, %.
     pub outfeed_percent: f64,
     /// The group that took the most of the step (the first of equals, in the order above).
     pub bottleneck: &'static str,
     /// The step time outside compute, communication, input and output.
     pub idle_time_ms: f64,
+    /// Idle/other's share of the step, %.
     pub idle_percent: f64,
     /// The step's window on the timeline (`trace_viewer --start-ps --end-ps`).
     pub begin_ps: i64,
+    /// End of the step on the session's axis, ps.
     pub end_ps: i64,
     /// The step model's own columns, in ms (the overview's breakdown).
     pub breakdown_ms: BTreeMap<&'static str, f64>,
@@ -76,23 +88,37 @@ pub struct StepInfo {
 /// Averages over the steps.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
+    /// Steps summarized (all of them, whatever `--limit` lists).
     pub total_steps: usize,
+    /// Mean step time, ms.
     pub step_time_ms_average: f64,
+    /// Shortest step, ms.
     pub step_time_ms_min: f64,
+    /// Longest step, ms.
     pub step_time_ms_max: f64,
     /// Sample standard deviation (0 for one step).
     pub step_time_ms_stddev: f64,
+    /// Mean compute per step, ms.
     pub compute_time_ms_average: f64,
+    /// Mean compute over mean step time, %.
     pub compute_percent: f64,
+    /// Mean communication per step, ms.
     pub communication_time_ms_average: f64,
+    /// Mean communication over mean step time, %.
     pub communication_percent: f64,
+    /// Mean input per step, ms.
     pub infeed_time_ms_average: f64,
+    /// Mean input over mean step time, %.
     pub infeed_percent: f64,
+    /// Mean output per step, ms.
     pub outfeed_time_ms_average: f64,
+    /// Mean output over mean step time, %.
     pub outfeed_percent: f64,
     /// The bottleneck of most steps (the first to reach that count, on a tie).
     pub primary_bottleneck: &'static str,
+    /// Mean idle/other per step, ms.
     pub idle_time_ms_average: f64,
+    /// Mean idle/other over mean step time, %.
     pub idle_percent: f64,
 }
 
@@ -105,8 +131,11 @@ pub struct StepTrace {
     pub summary: Option<Summary>,
     /// The steps, at most `limit` of them (the summary covers all).
     pub step_breakdown: Vec<StepInfo>,
+    /// Whether `--limit` left steps out of `step_breakdown`.
     pub truncated: bool,
+    /// Steps there are.
     pub total_records: usize,
+    /// Steps listed in `step_breakdown`.
     pub returned_records: usize,
     /// Why there are no steps, and how the steps were formed.
     pub notes: Vec<String>,
