@@ -87,6 +87,24 @@ fn views(path: &std::path::Path) -> Vec<(&'static str, usize, i64)> {
     });
     out.push(("input_pipeline_analyzer", st, ip_mean));
 
+    let tr = run_tool("step_trace", &run, &[("limit", "0")])
+        .json()
+        .unwrap();
+    let rows = tr["hosts"][0]["step_breakdown"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let tr_mean = if rows.is_empty() {
+        0
+    } else {
+        let t: i64 = rows
+            .iter()
+            .map(|s| s["end_ps"].as_i64().unwrap() - s["begin_ps"].as_i64().unwrap())
+            .sum();
+        t / rows.len() as i64
+    };
+    out.push(("step_trace", rows.len(), tr_mean));
+
     let h = run.hosts[0].analysis.as_ref().expect("host loads");
     let sum = HostSummary::of(&session.name, &session.hosts[0], h);
     let xs = sum.xprof_steps();
